@@ -18,1436 +18,1628 @@ struct Config {
 };
 }  // namespace
 
-// regs.t64.v8.tpr64.i1.cap1536.h512
-extern "C" __global__ void __launch_bounds__(64, 24)
-normgen_layernorm_fwd_22b796650d4a(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i1.cap.h512
+extern "C" __global__ void __launch_bounds__(64, 16)
+normgen_layernorm_fwd_757ff394c807(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 1, 1, 512>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
 }
 
 // regs.t256.v8.tpr256.i1
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_bf0ddffb162f(const NormgenFwdParams p) {
+normgen_layernorm_fwd_80e12a559674(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 0>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr64.i1.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_a59dd4aec9b3(const NormgenFwdParams p) {
+normgen_layernorm_fwd_55eb187559a9(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 64, 1, 1, 512>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512>(p);
 }
 
 // regs.t512.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_63d777e19a95(const NormgenFwdParams p) {
+normgen_layernorm_fwd_a0a4ae273ca7(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 32, 2, 1, 512>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 32, 2, 1, 512>(p);
 }
 
 // ring.t256.v8.tpr16.i4.s2.sw.h512
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_93da3d15fa71(const NormgenFwdParams p) {
+normgen_layernorm_fwd_5a1c42bc8395(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 16, 4, 1, 512>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 16, 4, 1, 2, true, false, false, 512>(p);
 }
 
 // ring.t256.v8.tpr8.i8.s3.sw.h512
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_2bb4c303072a(const NormgenFwdParams p) {
+normgen_layernorm_fwd_9b59737dca3a(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 8, 8, 1, 512>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 8, 8, 1, 3, true, false, false, 512>(p);
-}
-
-// ring.t128.v8.tpr128.i1.s2.sw.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_797433f25b93(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 768>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 1, 1, 2, true, false, false, 768>(p);
 }
 
 // regs.t128.v8.tpr128.i1.cap1536.h768
 extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_layernorm_fwd_c4a05cfa2e0f(const NormgenFwdParams p) {
+normgen_layernorm_fwd_818152fe7b05(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
-}
-
-// regs.t128.v8.tpr128.i1.cap
-extern "C" __global__ void __launch_bounds__(128, 8)
-normgen_layernorm_fwd_7662142ad733(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr32.i3.h768
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_9f0ba04f7260(const NormgenFwdParams p) {
+normgen_layernorm_fwd_47828ffef9b2(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 32, 3, 1, 768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 32, 3, 1, 768>(p);
 }
 
 // ring.t128.v8.tpr32.i3.s3.sw.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_6a90fba71940(const NormgenFwdParams p) {
+normgen_layernorm_fwd_3ad99fe08c6c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
 }
 
-// regs.t128.v8.tpr32.i3.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_979a384c4f10(const NormgenFwdParams p) {
+// regs.t128.v8.tpr32.i3.cap.h768
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_569b75f55299(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap1536.h1024
-extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_layernorm_fwd_42b1552424ec(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i1.cap.h1024
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_cb9771e084c0(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 1024>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
 // regs.t128.v8.tpr128.i1.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_0f11ab266a01(const NormgenFwdParams p) {
+normgen_layernorm_fwd_7d4291e09055(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 1024>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
 // ring.t128.v8.tpr64.i2.s3.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_52f53b58115b(const NormgenFwdParams p) {
+normgen_layernorm_fwd_0ff7dbeae2b6(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 64, 2, 1, 1024>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 64, 2, 1, 3, false, false, false, 1024>(p);
 }
 
-// ring.t256.v8.tpr32.i4.s3.sw.h1024
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_5f4a63ab8aee(const NormgenFwdParams p) {
+// ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_5b68c79ead83(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 32, 4, 1, 1024>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 16, 8, 1, 1024>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 256, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 16, 8, 1, 3, true, false, true, 1024>(p);
 }
 
 // regs.t64.v8.tpr32.i4.h1024
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_e4b93c732d36(const NormgenFwdParams p) {
+normgen_layernorm_fwd_42458db927ee(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 32, 4, 1, 1024>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024>(p);
 }
 
-// regs.t256.v8.tpr256.i1.cap.h1536
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_256662794e65(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i1.h1536
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_ee6c61f0e100(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 1536>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
 }
 
-// regs.t128.v8.tpr64.i3.cap.h1536
-extern "C" __global__ void __launch_bounds__(128, 8)
-normgen_layernorm_fwd_1bbb565af711(const NormgenFwdParams p) {
+// regs.t128.v8.tpr64.i3.h1536
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_e0a9245b66a0(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 64, 3, 1, 1536>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
 }
 
 // ring.t256.v8.tpr32.i6.s3.sw.h1536
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_7a82337e89bc(const NormgenFwdParams p) {
+normgen_layernorm_fwd_ffd572813e43(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 32, 6, 1, 1536>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
 }
 
-// regs.t256.v8.tpr256.i1.cap.h2048
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_f202ff60f113(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i1.cap1536.h2048
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_ddb3d6c48307(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 2048>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
-}
-
-// regs.t128.v8.tpr128.i2.cap.h2048
-extern "C" __global__ void __launch_bounds__(128, 8)
-normgen_layernorm_fwd_aca1e1adaffd(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 1, 2048>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048>(p);
 }
 
 // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_a0d195dc7099(const NormgenFwdParams p) {
+normgen_layernorm_fwd_edbb05946374(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 2, true, false, true, 2048>(p);
 }
 
 // ring.t256.v8.tpr32.i8.s3.sw.h2048
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_c5b121c190ed(const NormgenFwdParams p) {
+normgen_layernorm_fwd_97924fd3cfd0(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
 }
 
-// regs.t64.v8.tpr64.i4.cap.h2048
-extern "C" __global__ void __launch_bounds__(64, 16)
-normgen_layernorm_fwd_fb7d3e7b5136(const NormgenFwdParams p) {
+// regs.t64.v8.tpr64.i4.h2048
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_layernorm_fwd_8045fef58041(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 4, 1, 2048>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 2048>(p);
-}
-
-// regs.t512.v8.tpr512.i1.cap.h2560
-extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_10ee713f66f5(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 2560>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
-}
-
-// regs.t256.v8.tpr256.i2
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_d3571f89f3a4(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
 }
 
 // ring.t128.v8.tpr128.i3.s2.sw.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_30c0a4339ea9(const NormgenFwdParams p) {
+normgen_layernorm_fwd_81826f64e111(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 2560>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, true, false, false, 2560>(p);
 }
 
-// regs.t256.v8.tpr256.i2.cap.h2560
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_42dd2504f83d(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_ba4bea7b10c5(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+
+// ring.t256.v8.tpr256.i2.s2.sw.h2560
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_ba625bf66aa5(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 2560>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 256, 8, 256, 2, 1, 2, true, false, false, 2560>(p);
+}
+
+// regs.t256.v8.tpr256.i2.h2560
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_434a752bb780(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 2560>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
 }
 
 // regs.t64.v8.tpr64.i5.h2560
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_6b62be266d65(const NormgenFwdParams p) {
+normgen_layernorm_fwd_1bac6dc85d45(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 64, 8, 64, 5, 1, 2560>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 2560>(p);
 }
 
-// regs.t64.v8.tpr64.i5
-extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_layernorm_fwd_d51852fc1097(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 64, 8, 64, 5, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 0>(p);
-}
-
-// regs.t512.v8.tpr512.i1.cap1536.h3072
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_layernorm_fwd_1921c3f95c6f(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 3072>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
-}
-
-// ring.t128.v8.tpr128.i3.s2.sw.h3072
+// ring.t128.v8.tpr128.i3.s3.sw.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_699fc73b0366(const NormgenFwdParams p) {
+normgen_layernorm_fwd_04d15dee682a(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, true, false, false, 3072>(p);
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 3072>(p);
 }
 
-// ring.t128.v8.tpr128.i3.s3.h3072
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_6a80e95a3e4d(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.h3072
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_8a17302522c9(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 3072>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
+}
+
+// regs.t128.v8.tpr128.i3.cap.h3072
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_9d1fb0e55245(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, false, false, false, 3072>(p);
-}
-
-// regs.t128.v8.tpr128.i3.h3072
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_1cf973f843be(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c2.h4096
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_cbdaa66c21eb(const NormgenFwdParams p) {
+normgen_layernorm_fwd_c11fae02c079(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 2, 4096>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 4096>(p);
 }
 
-// regs.t256.v8.tpr256.i2.cap.h4096
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_e4bda0f3c1fe(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i1.c2.early.h4096
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_56b2d72f5263(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 2, 4096>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 4096, true>(p);
+}
+
+// regs.t256.v8.tpr256.i2.h4096
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_5e9b3cf0c97c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 4096>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
-}
-
-// ring.t512.v8.tpr256.i2.s3.sw.h4096
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_4c709274ba8d(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 256, 2, 1, 4096>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 256, 2, 1, 3, true, false, false, 4096>(p);
 }
 
 // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_4852c6dd9006(const NormgenFwdParams p) {
+normgen_layernorm_fwd_1c3b109cc7f5(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 64, 8, 1, 4096>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 64, 8, 1, 3, true, false, true, 4096>(p);
 }
 
-// regs.t128.v8.tpr128.i4.h4096
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_c934676771f1(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i4.cap.h4096
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_9de690a86602(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096>(p);
 }
 
-// reload.t128.v8.tpr128.cap1536.h4096
-extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_layernorm_fwd_87e590599b01(const NormgenFwdParams p) {
+// reload.t128.v8.tpr128.cap.h4096
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_a45c15e21e21(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h5120
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_952cded0cd87(const NormgenFwdParams p) {
+normgen_layernorm_fwd_303742c9d21b(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 5120>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 5120, true>(p);
 }
 
 // regs.t256.v8.tpr256.i3
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_6e2fa0e0ae88(const NormgenFwdParams p) {
+normgen_layernorm_fwd_b2928783254c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 0>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
 }
 
-// regs.t256.v8.tpr256.i3.cap.h5120
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_700346278104(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i3.h5120
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_d7b1f50c8f6e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 5120>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
 }
 
-// regs.t512.v8.tpr512.i2.cap.h5120
-extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_97a7c90f087f(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i2.h5120
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_edc036adc5fa(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 5120>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120>(p);
 }
 
-// ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+// ring.t128.v8.tpr128.i5.s3.sw.h5120
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_d78d5b71fd49(const NormgenFwdParams p) {
+normgen_layernorm_fwd_608df9fa1ecf(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, true, 5120>(p);
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, false, 5120>(p);
 }
 
 // regs.t128.v8.tpr128.i5.h5120
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_e22f39dc236f(const NormgenFwdParams p) {
+normgen_layernorm_fwd_dc4ed4614095(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120>(p);
 }
 
 // regs.t128.v8.tpr128.i5
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_3d0f122c7e16(const NormgenFwdParams p) {
+normgen_layernorm_fwd_50adf5a83052(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 0>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 0>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h6144
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_6bf3d6d79491(const NormgenFwdParams p) {
+normgen_layernorm_fwd_b29f63c0ba26(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 6144>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 6144, true>(p);
 }
 
-// regs.t256.v8.tpr256.i3.cap.h6144
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_f875dcb65b16(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i3.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_4eef298ab04e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 6144>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
+}
+
+// ring.t256.v8.tpr256.i3.s2.sw.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_f099761873ca(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 6144>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 256, 8, 256, 3, 1, 2, true, false, false, 6144>(p);
 }
 
 // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_a2e1b31bae6b(const NormgenFwdParams p) {
+normgen_layernorm_fwd_27aa6a0a1fb9(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 6, 1, 3, true, false, true, 6144>(p);
 }
 
 // regs.t128.v8.tpr128.i6.h6144
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_deaa3db6e8b9(const NormgenFwdParams p) {
+normgen_layernorm_fwd_cc8cf4207944(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 6, 1, 6144>(p);
+}
+
+// smem.t128.v8.tpr128.h6144
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_2c5be12cc270(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 0, 1, 6144>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 6144>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c2.early.h7168
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_9c6c94d0287f(const NormgenFwdParams p) {
+normgen_layernorm_fwd_d40adceff7d7(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_85685a965bfa(const NormgenFwdParams p) {
+normgen_layernorm_fwd_c6e25a31f104(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 1, 0>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
 }
 
-// regs.t512.v8.tpr512.i2.h7168
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_a240bcf58b1e(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i1.c2.early.h7168
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_ba25895534d7(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 2, 7168>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168>(p);
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 7168, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4.cap.h7168
 extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_layernorm_fwd_8a4cdb310e7a(const NormgenFwdParams p) {
+normgen_layernorm_fwd_771faafcc4c2(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 1, 7168>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
 }
 
 // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_c9c030124e63(const NormgenFwdParams p) {
+normgen_layernorm_fwd_c105c3694f58(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 3, true, false, true, 7168>(p);
+}
+
+// regs.t128.v8.tpr128.i7.h7168
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_layernorm_fwd_d397818fb1ba(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 7, 1, 7168>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c4.h8192
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_e719ac338298(const NormgenFwdParams p) {
+normgen_layernorm_fwd_0de93db6ab3c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 8192>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192>(p);
-}
-
-// regs.t256.v8.tpr256.i1.c4
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_199d2840ddf0(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0>(p);
 }
 
 // pipelined.t512.v8.tpr512.i2.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_97fad271d846(const NormgenFwdParams p) {
+normgen_layernorm_fwd_c1c11b253d0c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::pipelined_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
 }
 
 // regs.t512.v8.tpr512.i2.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_4c49585fcdb8(const NormgenFwdParams p) {
+normgen_layernorm_fwd_986d7a61502f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192>(p);
 }
 
 // ring.t512.v8.tpr512.i2.s2.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_d1495e68dda1(const NormgenFwdParams p) {
+normgen_layernorm_fwd_3d5ba24aa41d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 8192>(p);
 }
 
 // regs.t256.v8.tpr256.i4.h8192
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_2911df80d387(const NormgenFwdParams p) {
+normgen_layernorm_fwd_a67b61059762(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 1, 8192>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192>(p);
 }
 
 // pipelined.t128.v8.tpr128.i3.c4.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_75e8ee24f330(const NormgenFwdParams p) {
+normgen_layernorm_fwd_1c9ddc2123c5(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::pipelined_kernel<Config, 128, 8, 128, 3, 4, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i6
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_986ef06d504a(const NormgenFwdParams p) {
+normgen_layernorm_fwd_11614a48efb9(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 6, 1, 0>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
 }
 
 // pipelined.t512.v8.tpr512.i2.c2.h12288
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_f12a6b17e931(const NormgenFwdParams p) {
+normgen_layernorm_fwd_56979717ba5f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 2, 12288>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::pipelined_kernel<Config, 512, 8, 512, 2, 2, 12288>(p);
 }
 
-// regs.t512.v8.tpr512.i3.h12288
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_fwd_059500e9f426(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i3.c2.h12288
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_0a041168bbc8(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 3, 1, 12288>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 2, 12288>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 12288>(p);
 }
 
 // ring.t128.v8.tpr128.i6.c2.s3.h12288
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_66cf72195712(const NormgenFwdParams p) {
+normgen_layernorm_fwd_1e2bf466dc9c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, false, false, false, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i6.h12288
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ab6c312e0332(const NormgenFwdParams p) {
+normgen_layernorm_fwd_450aee3118c2(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 6, 1, 12288>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 12288>(p);
 }
 
 // smem.t128.v8.tpr128.h12288
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_layernorm_fwd_c391bd3518ec(const NormgenFwdParams p) {
+normgen_layernorm_fwd_8769100464e2(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 0, 1, 12288>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_01a74144b72e(const NormgenFwdParams p) {
+normgen_layernorm_fwd_7284fe29ce6b(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 16384>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i8
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_073ebd8447e4(const NormgenFwdParams p) {
+normgen_layernorm_fwd_058daa7f3524(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 1, 0>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c8.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_5f778bd4d88b(const NormgenFwdParams p) {
+normgen_layernorm_fwd_168d4e2a343d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384>(p);
 }
 
-// regs.t512.v8.tpr512.i4.cap.h16384
-extern "C" __global__ void __launch_bounds__(512, 2)
-normgen_layernorm_fwd_de573740ec03(const NormgenFwdParams p) {
+// regs.t512.v8.tpr512.i2.c2.h16384
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_124e6213209e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 16384>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 2, 16384>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 16384>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_8428174b96cf(const NormgenFwdParams p) {
+normgen_layernorm_fwd_9c21902a306f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
+}
+
+// regs.t512.v8.tpr512.i4.cap.h16384
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_94abb03a5b8b(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 16384>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
 }
 
 // smem.t256.v8.tpr256.h16384
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ccf60c65dd48(const NormgenFwdParams p) {
+normgen_layernorm_fwd_ed0086518411(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 1, 16384>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
+}
+
+// smem.t256.v8.tpr128.h16384
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_9175ce8fb016(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 128, 0, 1, 16384>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::smem_kernel<Config, 256, 8, 128, 0, 1, 16384>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c16.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_6ba85b909318(const NormgenFwdParams p) {
+normgen_layernorm_fwd_43da7681003e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 32768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 32768>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c16
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_bd8dcbe35c7c(const NormgenFwdParams p) {
+// reload.t256.v8.tpr256
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_a79b8ada5653(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 0>(p);
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0>(p);
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c16.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_0101a95edb86(const NormgenFwdParams p) {
+normgen_layernorm_fwd_ade1d848686f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768>(p);
+}
+
+// regs.t256.v8.tpr256.i1.c16
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_aa120aebfd10(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i4.c8.h32768
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_37dd4ef1f117(const NormgenFwdParams p) {
+normgen_layernorm_fwd_fdd26649322e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 8, 32768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 4, 8, 32768>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c16
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_f218567b38ac(const NormgenFwdParams p) {
+normgen_layernorm_fwd_85933cccca36(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 0>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0>(p);
 }
 
 // regs.t512.v8.tpr512.i4.c2.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_f91c78a27c22(const NormgenFwdParams p) {
+normgen_layernorm_fwd_7cbb4ade5a27(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
-}
-
-// reload.t256.v8.tpr256
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_3621e0b6223f(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_layernorm_fwd_8db6af48f9d3(const NormgenFwdParams p) {
+normgen_layernorm_fwd_b08eb10041c0(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
 }
 
 // ring.t1024.v8.tpr1024.i4.s2.h32768
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_layernorm_fwd_d49315b8d3d8(const NormgenFwdParams p) {
+normgen_layernorm_fwd_845b68b624b8(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 1024, 8, 1024, 4, 1, 32768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 1024, 8, 1024, 4, 1, 2, false, false, false, 32768>(p);
 }
 
 // smem.t256.v8.tpr256.h32768
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_56a824b35ded(const NormgenFwdParams p) {
+normgen_layernorm_fwd_5d39599bcdeb(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 1, 32768>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 32768>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_3cea5769c2fd(const NormgenFwdParams p) {
+normgen_layernorm_fwd_364f172e0d6a(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536>(p);
 }
 
 // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_6ac46ab1a94f(const NormgenFwdParams p) {
+normgen_layernorm_fwd_6c63c2177b34(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_ec58adba3183(const NormgenFwdParams p) {
+normgen_layernorm_fwd_71d8e2f6d403(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 8, 65536>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, false, true, 65536>(p);
 }
 
-// ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_ad6aca2f60ac(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
+normgen_layernorm_fwd_ceb90ba92591(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 8, 65536>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, false, 65536>(p);
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, false, false, 65536>(p);
 }
 
 // smem.t256.v8.tpr256.c2.h65536
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_22087462310c(const NormgenFwdParams p) {
+normgen_layernorm_fwd_80cad5f7d0df(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 65536>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 65536>(p);
+}
+
+// ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_b652de700f52(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, false, 65536>(p);
 }
 
 // regs.t256.v8.tpr256.i4.c16.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_aec2f066070d(const NormgenFwdParams p) {
+normgen_layernorm_fwd_1b5d94c8c66b(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_layernorm_fwd_ea6b0f4a062b(const NormgenFwdParams p) {
+normgen_layernorm_fwd_41fd78d28d72(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, true, 131072>(p);
-}
-
-// smem.t256.v8.tpr256.c4.h131072
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_c99a548427c6(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 131072>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 131072>(p);
 }
 
 // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_layernorm_fwd_04c1725bddde(const NormgenFwdParams p) {
+normgen_layernorm_fwd_09f0f801e132(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
   normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 8, 131072>(p);
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, false, false, 131072>(p);
+}
+
+// smem.t256.v8.tpr256.c4.h131072
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_a14c24e0189d(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 131072>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 131072>(p);
 }
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_fwd_4e2757d1c669(const NormgenFwdParams p) {
+normgen_layernorm_fwd_648d786d6779(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md). The tuner
-  // times its finalists both ways and the dispatch table keeps the faster.
-  if (!p.release_late) normgen::release_dependents();
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
   normgen::wait_for_previous_grid();
-  if (p.release_late) normgen::release_dependents();
+  if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }

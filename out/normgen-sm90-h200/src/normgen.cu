@@ -9,931 +9,935 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_7d147d2c18e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1173eb887f9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e883296db58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_70c7d7c1c825(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a39a856c46d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87aed85ff9cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d57d55e5f098(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_934b3ef1b661(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_18e94228c6a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_58c7aec48db7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8c884eb5a3c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_176506add449(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7ecd08c9cd79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8622eb08f891(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87538f873fed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3da60e2ad0ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9cd49eccacf3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0746328c715f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dd866c0f424b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f4479626cf7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f03e0cb36081(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea03bf8248a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0fd361606b68(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c5593f517d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_30f4af5bd734(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dfc49eebbc42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cd4501997bba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef3eafc837cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d2ded1a2c51b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b5a6385f2c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0261f53e1fae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01eb40f37da1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ce442efab80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ccee5b6441c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_98d703851118(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2f8a81bac903(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b0f2c32a1d78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_421d3d1f18f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_34fbe71df784(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_caa726383f8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09bd365cd4c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_db85ccccc2ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_379dbb721464(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8864d932eb94(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1cf7c4098fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0eb51e6da596(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c00ad5bd3698(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b970e94b4d3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_02ca3b0af1bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4fed374ffcf1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8e38f9eb198a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d3167fcf2b85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_77293a1d02df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c370e47d5f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a107ecfda371(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0814b6a86c78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac57e7c6fb9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_372e2103c2d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed47e7d10b79(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b0a1924dbbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffe16c9f6a3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4947b89aa774(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2952e739baee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2bfb2ee09ccc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3692e1b95807(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da766f228e66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9216b59482cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_acd65e2e4979(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f46dc3c2252f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_faf24232aeff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0611d9d775c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4bd36990a2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffefef1db57e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_39383ff3235a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1d1493c773e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6523a24f2c1f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2c85a8ce9916(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5fb0db6c3d99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e19d8807e28e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6f820cc1cae9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e145c546b818(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c8343d7e6b55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8da55c1974b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_786e4d74b0c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8414c818103(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a4b3fae338c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b943af727c0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2ee84dd5f344(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53ff44def336(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c80a4bd14f37(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5244a564ba7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf034326ddee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7eb94c9a7d99(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae567439d1af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc1856cf053c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_df373049dd08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa9ad8947a04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2085c78f5349(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6cf6813af899(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0989ed7e82a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3570c3d0f239(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7aef4946000(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc876efd2923(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6611273a1836(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9773dbbd5bfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7a18519b43f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e81e227d340f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0abd1c57c9db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0409564aec27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1766ecd083e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_61c9434b3d0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7bf008011dc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8840723e36bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e5da5b58c43b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_22b796650d4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bf0ddffb162f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a59dd4aec9b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_63d777e19a95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_93da3d15fa71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2bb4c303072a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_797433f25b93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4a05cfa2e0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7662142ad733(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9f0ba04f7260(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6a90fba71940(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_979a384c4f10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42b1552424ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f11ab266a01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52f53b58115b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f4a63ab8aee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e4b93c732d36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_256662794e65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1bbb565af711(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7a82337e89bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f202ff60f113(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aca1e1adaffd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a0d195dc7099(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c5b121c190ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb7d3e7b5136(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_10ee713f66f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d3571f89f3a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_30c0a4339ea9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42dd2504f83d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b62be266d65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d51852fc1097(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1921c3f95c6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_699fc73b0366(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6a80e95a3e4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1cf973f843be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cbdaa66c21eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e4bda0f3c1fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c709274ba8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4852c6dd9006(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c934676771f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_87e590599b01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_952cded0cd87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e2fa0e0ae88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_700346278104(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97a7c90f087f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d78d5b71fd49(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e22f39dc236f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d0f122c7e16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6bf3d6d79491(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f875dcb65b16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2e1b31bae6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_deaa3db6e8b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c6c94d0287f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85685a965bfa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a240bcf58b1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a4cdb310e7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c9c030124e63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e719ac338298(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_199d2840ddf0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97fad271d846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4c49585fcdb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d1495e68dda1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2911df80d387(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_75e8ee24f330(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_986ef06d504a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f12a6b17e931(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_059500e9f426(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66cf72195712(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ab6c312e0332(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c391bd3518ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01a74144b72e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_073ebd8447e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5f778bd4d88b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_de573740ec03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8428174b96cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ccf60c65dd48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ba85b909318(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bd8dcbe35c7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0101a95edb86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_37dd4ef1f117(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f218567b38ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f91c78a27c22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3621e0b6223f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8db6af48f9d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d49315b8d3d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56a824b35ded(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3cea5769c2fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6ac46ab1a94f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec58adba3183(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad6aca2f60ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_22087462310c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aec2f066070d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea6b0f4a062b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c99a548427c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04c1725bddde(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4e2757d1c669(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6876290868d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c53a4ae8ac3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a644c1abacb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d7fddd4aff8c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_590891353e65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3bfa1635c55e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1fcaa8c1afb7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1bd0a44b0782(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e7c056365c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_52364ac01989(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc420e67f044(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee79affff0f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_08fe0dbc3b18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_642189692582(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04159fea8374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71be4b2b9168(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff8fd3d82ae2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eabbf668b091(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e28737750a83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef230e54456f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b2e5ca002a50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_808b1d5f492d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4cd59227e1eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ade41f1f9d85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ca2e6e51e3c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_65764bb3d477(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c8849ee7e12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a7fdc0e11632(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f2aeed2bc3fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8b8fa53aceb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6768ce216827(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_defb46e48a83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bde6005cc2b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14a6d408f391(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6fd6ca06d93a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a208b2fc9515(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d5b6c56ca4e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bd94404df68b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_af0537a7b27d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bbde664baae3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_65400df6e779(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14b939ba6439(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d519e3d6791(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ad34400cfa9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2186d25748ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ac726918e71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53b1dd89047a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3dd7d0c72435(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3b26ca790689(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_643b042f3d3e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5764042d3005(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_82d9347afea7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e72695898d08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8613083533d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8aa659d4d1c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b04da747aae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6494a652edea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c945b1988e14(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_46400ace4729(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9a2debafe796(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9fb168bcd02a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2d2bb15f56ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b3a388c82e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9fb28c523a98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f24ac1df83e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d12423262ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_873208a2de72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7806bf544c09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d708c6f913e0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b760c65da5ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_95ca5c799f13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_525e559d8515(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_483636691fa0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6141da2d0e47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5c6c0bd98c25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3f07f52ba116(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3ff27ba006c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bd883bd93162(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ff9986baaea0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc5686c67ff7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6dd1a05efcd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b65c8ab89206(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7649b9d2b3a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_07284b396a73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da505ef97c3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d72ace68b87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2fdb09222d42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9e9e8b4da18d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5ce0ef8a8149(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8f493b66c0b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4bb3a9464044(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_72bc7df0c35a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cf7971017ee4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_62b2015bd26f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_28800f05feb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9db0135c35e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40a29c30ba34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4706efda49c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f1c9006e6c58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2e1978f4312(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c97550289c54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab188447e7c6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_018933162cff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39762916cdef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7f57bbc18a51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1070bf77d5cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a17111bd6396(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecf82f4e8c60(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59abe8a9f7bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_976706c5a559(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92b9846acd62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a86fdc81a38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4f63bc4fbed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f40a61dc5a25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d304be77f95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_601e56d66317(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_727e8ac131c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f73a4af3cece(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29be065b0aef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_111e077a056f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67b168964a6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4f0209d99f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b590376b5e93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dad07638bbc9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9df3c4700ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab3e68801dbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf158b091082(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad48ad70195c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8160ab77293c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d24533e8223(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9022389a9fa9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0f18739b6420(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2c4921282e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0598328ad7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_94ec85972685(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3777a7219be7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_609d948387e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef0b1b90c02b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d92afef26be8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_749323fb3fce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58efa40f4b30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f008785c268(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca278a7d864c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f265f65f1a8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_982b5e42e749(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2f7f9ccc744(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2efcb263174(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e38008b1d67d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e82437edb0d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b8c3edea653(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89bd366baa23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c7a85752e4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4bef47e622f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b212e62736c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d5d717077b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8c242abe846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a88cc4c09a52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d72bca185d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43624b230fc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5eb0eba12139(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b87e623078f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7a353de916b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0101ddedf2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7372200d7871(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccc20234e625(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6c38988750e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e57efbd50e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_434f124aa039(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44e299812480(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_189b66c32b7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_270250a25ebd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f956412a537(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_589c20381f38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1e98b3262e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cbc1ef17a3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b78b3bbd125e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77ecef1bb0d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8669ee825b1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f71f63d0281(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e27a1d5d7d02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdb5a5b4c571(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e601a4c05469(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_368d4e7944e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8ca69e2dfe5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7cb527513748(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec6cb1f655c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55a06f869dd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12f8950ee1cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c0f6a23078e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_edfb0ab516a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_616840c2878f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee70cb6e6d03(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f6c09d20c23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_681632c77a8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79c52c36684f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7ec9d948c2eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba2019445a1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2085c903e32a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ebe941962ed8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1418eac5b2fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f346028d2ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2249f3c554e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1668821f3df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e56b3fbbaab7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b77d3f80215c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9141be385516(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c9d2c8ca7bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_013024974d63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_970c8cb4acbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43b6a147ceee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1d3428fecbe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5bde5936d7d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1812eaf225c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4965ee4d412a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2334954c978c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_857a24895000(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ac055f90df8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4640cae2f415(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b995cde99860(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e1712babcf1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fc353d04b92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0401443dbf73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d05528728bd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_980d86cb1dea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1669c0a381c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5632105d9c5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b6ecef58c95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_99ac24706fa0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5374b48649b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3a4fd88421c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0f30bf86301(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0f00382ca9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73a626bd312b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73f534fb38f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb04849803a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b05c5cb0b3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e7f46b142ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2ae00581980(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26d222c2dfc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3a1336d7a7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_31568b91feb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a91eb3186d28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb639562476d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ae35544e347(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fed4efd95b69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35bf3bfeeff8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_23779b2d17a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a445ebf42d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47ab9eb3ba39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42ffefda1d92(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_412e0365c461(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5d3cc8c74d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9644d8218ce4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4e54b4e4135(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38690456001c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e20d96a341c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8043a703f094(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_00922ab65060(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b6f3fe01803(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a07fa359e751(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85aaae72a738(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7d45713a9bc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5534c21e2d8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a1c3a45eb755(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7752627ce61a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad30faf28c41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4cefe75f7430(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_505328ea371a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_439cbc8cefae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4a05b45d393(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79ad0d9d3b06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_708d8d4f1eb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed70624f1f6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c56c446b441b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ef7edf418c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8458d5fe4b6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8106c4e1e96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_314e52053078(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a84f2bcfd532(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3a182f33cda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01bc1dc4dea7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_247bb1a02de6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08512ccbfe9d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_579d520886a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8dc16fa37402(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d742ba5329e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_221f0bb2e291(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_adbb08475ef5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b413aa13bb5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa6cd6e352d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b37416e449cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e375fb41002(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15b5f25e8189(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_667462474e6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6160ad469d55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5c240cc49ac7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac90614253d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be16d064ea32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba579c51ed19(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9b65a0f4e508(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45f7eaa30a45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1848e45df7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5de5b8d73f2b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9a025a7aa157(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91dc91d5808b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce38abfe7069(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53cf1b60d85f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fe105cc337d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7849046f3110(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59a1a807a8b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55fec9699ffc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac90a0962ccb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01f5af047e02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ffe54488e2ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53485a92eba4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad7eb7c0f4c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab4618238417(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d396cb4c814b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9129076e42a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c7e7ed47d67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c265a528f4c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95665edf0b9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54ec6161f1f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce6929226443(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2794189b7072(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92f90f88a743(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c977e8c4db30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9327b943f67c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21939c03637d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_663788b9f17d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55968bcf1719(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbc8a5806857(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb142669126b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a86c77960a81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1961f05848a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f587a5b3d9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e488bbaccb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1aa65c553454(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_284891b0261f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9876d2d601e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_580ac3b24179(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8546911e8f66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0d61be44c10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8e6f17922a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9374fefbb10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f568c36f9c32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4db05d673fb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e3423bdc3096(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb5ee9b24596(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74222d0b3997(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e5c6444c384(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_30b4325ee3b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0b1b03c75343(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_726ccfd54551(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06b269efd948(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_625b047ad821(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11cb0c0adce9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d6dd7178e6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20be8332baac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_028115954670(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc9bf901a6ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a507d8652c61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d28096d1f2a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd7de4c00f50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a3289c18062(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddc528574bdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c711f7ef0cff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_368c1b170ab9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_913dfef7dd63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee70b9de9828(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_911325852807(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b06a52e57c1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc86b9391736(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8eba21fbcd66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db423ed287ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e07763fd49e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a07e74d7595(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1478d5f51ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4075eac1864(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9c073cabaa0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2938fc192455(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c86ec5aaa4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5450b5c96c65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c9120a1b95c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_77e58f5c8603(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3069cd07dd86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_caa360159346(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_568a54146e32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0ffb5dd4945f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1209e90a57f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4f5f410e54e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09ec31c6d056(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2b5b987ea91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c8a25f38863(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_78dc6261b8f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c83ba104c163(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e47dbac80bf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a14ac825aca9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a5bf74f8c50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d656c8c445e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d856bbe28b8a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_657f5ed5d662(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7b89b4611af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1816d83030e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_478c87ffbd9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb427d3c2ae2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ecddd5f390f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_693c048bfef4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ff1a7cf30ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a713c0ac2233(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41b035fbdb67(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5bc02a3e5b16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e994b6f36e4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ad2d5444ae3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8a13af2623c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c491cc538fc9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18f204fdeb2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcad0c91e31f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_48007aa8a03c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fec8dae2abb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3689467953dd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e680480145b1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39ba593bb7cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9763598f4935(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4fab0a5e2797(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f964536414a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12b5226a458e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_11ed1270e7d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4faa1bab574(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e14affed6d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a8d722549cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef936ded8149(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b057f04d17b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_423d163f0be2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9002276fb69f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acb3a4affee4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19ee24d0fe27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f2e704d069b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18338bbbd33e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d46aaa4815cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_01f0f75f1732(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1a0b2d1cb62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1da7a6528e61(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0f77c3ed3e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca89e0cbd4f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7c8ba3eeb1b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b546a2061bfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2aceba388096(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26473c3f7529(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddec842bf402(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdd288f85861(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06603e2ac6a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6bf635aecf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af5de4234d10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5e454509c9e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f83e44de38e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a18421c73794(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c96b22cc065(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a5ceb175e065(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ee93c7ff2c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_273357a1043b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_87e0f908bebc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_19a0c3e40b65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90d2f10660ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_878b9183646e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e239ee6ac4e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eedffa815c80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44328c08586e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39b8dad22953(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bff0610719bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c249c78070a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8511934b2306(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_be5955ed2410(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0cb5748c253b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da6374f7b98e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c2a5143f52a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b747d875bbe6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eaaa2d6e7400(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbc15e2c2efa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_484c4caac895(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6caf20433c0d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_561c65b8d65e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_448b798b5fe3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71c23ab5c9ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27e30e4a0b27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d1779ea9e13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_032c161db432(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_889aba4eaf32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79c4c4284e45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fc8732b06b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a360dd70d824(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec5dcbde0056(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b28d58b34d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4fbbcd4dbb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d1e7bf1b993(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f16fbba4fdd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e4eb5a7a278(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59862406bf66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d460195de83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a39361e8b6ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a652702db34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_602b10b167ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c2a7d2d270b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce16f1681f72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5c975af6d28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c69e66912a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccb029bf277e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e50f9823bae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5cbaf6314721(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_662c6f0af2e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a38f2c3da62(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74ce87241900(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_704adf61d1c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c075ddd6a601(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acdae3999e28(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4267455df54c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_969bbecba9e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f55f086f18f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_258fa546290f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e14af8e9144d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb3d67a5d9bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_715632b45f3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f215ff5fa192(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fbd954fdb34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_18bdc14c0303(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b2084abd3a5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_addf03408c04(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1799dd635da5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c00da9c0b962(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b00c1614bd8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbf049c65e93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f1189642f11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dc0ff5667e5c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44f6e8747d2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5ebe4fc9dbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9fe1b1962b1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6cfbcf54d565(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_689d2c9f0b2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc84516ed8d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5edeae43814c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac6938d3c504(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c6f67003e3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3cbd6748f352(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ff2385ab5d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d181db344ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_636b21406437(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_afafe77162f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5843854bdc17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9cf2d50eb2cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42921f55a5f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f9f84309d09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a38b9f953d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50cb559fd3a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f1e087ea8adb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cabb61d1250(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6727c66fb375(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bec4682f91cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_046bab20bfb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9da32892f069(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44538b819d1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6d66bb4720d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_70e260a7f94a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_06fb8908cf41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37dab744a6fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_038588823398(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6d9f1624785(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_147b25f41dd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ffd6646a2d4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eb2d046b077e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff71d99d2335(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d0f6cfca8500(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d68d2a605645(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d158175f9168(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_739e50138777(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0db18006bde(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c36d99425eac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dce1e6d5a7f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_accb15f69b59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a90bc2e6e728(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5de7b7fe0e45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_570120bd5b59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_229b5a6dc0ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bfc0b60ec870(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82774d6bcde9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3672f1d39c9a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7019521dc33d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_908f468f128e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c533e60107a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62ba10d5e390(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e2c2c4db70c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ec43ac20ceb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af3066e6258d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6a62342a2c23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5191ddeabdd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82e88070a639(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81bd1936302d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5bc938a821c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71590c25ad50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2ac0b6d66ff3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec4ff5c728a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea1ec3390f7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_43a7ea9ce9c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6fe0af9e0bc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7e349cc43b5b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e386db3f3889(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fdc0e50fa7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_088fb838ba15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7eb93d7b742(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69bbd816f837(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_336f9b686462(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b7449487dcf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e106a28ff1c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12b3785b6576(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5117d827e47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_503ba5cb9c46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f18ee570c416(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ce59f8178534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd2e47487f13(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8a519e32a24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5aa881289be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef01513765fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7c10f405ec6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8e1fc61f6a3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_840db986eb7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_91b83ff6fd0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d5848b167cbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1121cba16b2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_add28d30b855(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9481a7fd8e66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9990e7045022(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_549e31ab8eac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45b6280e3400(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f58e35364fc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34fb4d761ac6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e1e1df1cd2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da1d5e0263fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33feb2aba8ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55cf67c1b272(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae635ea6334f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33f6542830d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0259e4c7775f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4a891bb26e90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56efd5d3dcdc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3861948a4bd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d1f158c43ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7fd6ac7b0914(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02cf59f4cddc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_10e3512afaa7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b692ee60cad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_47c4797d1972(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f1869aa5aa1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f59b66ed251e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1210b794553a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f63bc07bb1fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4b716bcd3df1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_090930b695be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8aaeaa0d23fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d774d54c33c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5b2290dd4f8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b392876ff21b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d97cac079f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cecc52ce481a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a11e83f3119(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90496bb9211e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfe198632d33(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a086370f37a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d1e602cd3ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_423fc8389551(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3fbf0bbff4de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c88a429e2b7f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de7e6d039688(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3bee64b191d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ed2409ec2d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9c8b94c4f0f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_900dfd597522(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4ffea29d3a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ac4f95ca59f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6bb645c7b900(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5d03e7f1fee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5dfe201df078(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81f693762df9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_33ca69d8aa8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_80234884fc89(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb67cc7c7bc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0423a3c68ae6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_27b559ff60bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6524b9fbf374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95a63737f15d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f416fa3b546(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b6e7639f3abf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c000ea2c69bd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1af51be16ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d4ef1f14af9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4e31c8363c27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c7fd30501a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd0c0e94c8bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b02a96d2abce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f04cf2edbb98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0dd083f971f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d74908ee2b73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc2247111ff2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_054c96a913df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ce65e2e1a83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_140faeac38a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e21eceee9452(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4aa647b2a6cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8b7416babcb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e2e84d1f84b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e124644bfbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6151a0d090d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64f2a267273a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9440ea0c8dc0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0a24c6cb430d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4214af95af2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c5729d8efb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57ee409d5926(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19e6c184ce84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fa5abf644268(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec580660dd7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53a541b991c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_afe615f8ce47(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_564c27c4e473(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9cda5b0fdbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9d8615d81f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e08c019f5677(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a2965be88832(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4b792e2c5d8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f759af5edf4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_11182754e4d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd70d2a03288(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_135354635fd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa29cbb4a82e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17f6e92b3a09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_58b48df31731(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa1b5e3a4c34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_788a8248b220(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c31059a8325(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed6d2f0a67a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bc3cbd588dc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c98864f7b599(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_01d01f3d11ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14996fd91fb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_970c97343cbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b56ecbaa1c18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d919da909615(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fdae063a31e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d68d1023ec56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f39a1ac4553(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1197a7df0dd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e624fc10002(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e3f0c2d706b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ea75e99b8e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e27c5e0ded01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea06381a8d9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a8f342e0c90(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15261137952c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_12a442cb582e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66d08541a391(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dfbb9995f92e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be14e6d447f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5dc681f2a36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_37d9970b38f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71485f169bc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d0a0e7888d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_24c5ff7cf57d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0999c9f44eb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec5b8aefb1c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c551155a4521(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97fdfd2aa838(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0532de419d3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e6aa1461bf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc0912825562(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_207da877b6ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c6f82090ccc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea37478c0fb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e00001f6b24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbe44c61fa23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8d2bc455b38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_633338de5bd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9effda2f913b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_459288208811(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d15c10dd82ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b15eabede8d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ddb6d43699a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3c8d1f2f9ef8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e2bf3f37aead(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40a36ad630be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0e353a69bae8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d5f5caf6d38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_588add194a6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_892c415203ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80ad787d8af3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a96351426ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d4f96fbed811(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_70e3c05f9885(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c0ade1ffd82c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4fdb6a2b66b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2b4b6fa45f07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fb25e68924b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_35b1a3cba0da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_921ba3ff930d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3cb814772408(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ce0c9455c88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea300c1633f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ac88afeb8a41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7fdeea6d1e1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b95d5606880d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0776a4d6e445(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_15eeb21dd89f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_596eb7bd2e72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_babe138d21ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_977b76386dd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f38c5a149051(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ea9d390edcf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9adeda552f55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c4bb0417161(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_882e3e4a052f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1fc8b9a6733(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_26dec3cf62be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f16250bbd285(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4fd995bdff9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc67e01b222d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c1cdf6e2c07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fba4eb896f40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56caa0c9b297(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_757ff394c807(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80e12a559674(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_55eb187559a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a0a4ae273ca7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a1c42bc8395(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b59737dca3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_818152fe7b05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47828ffef9b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ad99fe08c6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_569b75f55299(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb9771e084c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7d4291e09055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0ff7dbeae2b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b68c79ead83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42458db927ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee6c61f0e100(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0a9245b66a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ffd572813e43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ddb3d6c48307(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edbb05946374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97924fd3cfd0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8045fef58041(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81826f64e111(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba4bea7b10c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba625bf66aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_434a752bb780(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bac6dc85d45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04d15dee682a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8a17302522c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9d1fb0e55245(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c11fae02c079(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56b2d72f5263(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e9b3cf0c97c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c3b109cc7f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9de690a86602(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a45c15e21e21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_303742c9d21b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b2928783254c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7b1f50c8f6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edc036adc5fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_608df9fa1ecf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dc4ed4614095(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_50adf5a83052(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b29f63c0ba26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4eef298ab04e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f099761873ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27aa6a0a1fb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc8cf4207944(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2c5be12cc270(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d40adceff7d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c6e25a31f104(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba25895534d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_771faafcc4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c105c3694f58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d397818fb1ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0de93db6ab3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c1c11b253d0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_986d7a61502f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d5ba24aa41d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a67b61059762(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c9ddc2123c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_11614a48efb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56979717ba5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0a041168bbc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1e2bf466dc9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_450aee3118c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8769100464e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7284fe29ce6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_058daa7f3524(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_168d4e2a343d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_124e6213209e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c21902a306f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_94abb03a5b8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed0086518411(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9175ce8fb016(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43da7681003e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a79b8ada5653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ade1d848686f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aa120aebfd10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fdd26649322e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85933cccca36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7cbb4ade5a27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b08eb10041c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_845b68b624b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d39599bcdeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_364f172e0d6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c63c2177b34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71d8e2f6d403(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ceb90ba92591(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80cad5f7d0df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b652de700f52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b5d94c8c66b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41fd78d28d72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09f0f801e132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a14c24e0189d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_648d786d6779(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9b1dd77a053(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89bf8a135fd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adb8746f9d6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0c67f0abad27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71fff3350d2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ee3ad3c277ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2cd11d8a2108(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_071153db2f2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6213e24d3edb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_630da787175b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7969c2f88275(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3543f8bb834(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e9595e9f0287(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b199144ab5fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1cace769131f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5cb0e1d709d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7b9c5e9429c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69655688b14e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec4a97a40060(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7a24a2c984f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e90bd64ec72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0703fb6a21a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_377ce9975bf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9e82bab8be5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9bddb210bee0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43b4fb981d4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_84835d5e77bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0282d5df9b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eb61510bd429(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2f9bee22534(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da50544b4613(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_098ea1778cc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6445f0808251(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16c5a1118e15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_82067db02b6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d3f59a499069(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1224b5609e43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a0b921f93c98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_89b182ba15ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_839996641739(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_665bac33bd51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43f4fc6f4785(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4f9de1bf286(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d0e8982999d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_503c9b2341f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04a1ef5805d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_746d711171ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e5ef0c35b84a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d10c352bd2df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_abdc276f6f65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25a6709d33ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9d45a42714d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_957e094e3d36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25d7429d20d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ef2927862fec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_38102e05a8d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_019d5b367ce7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0445b60f2986(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_66165d8080a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8c509368bb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_54ccbe8a4875(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d1a571a9f010(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e7fbec069495(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a30fc9c7fff3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0093aecff377(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a8226163023a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1329b78163e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9fcafd1ab45f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d9096c89b999(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbd88a9fa6fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_031e5ccb6266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7623e657ce6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5dd83cf0e598(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c4e5a4e188a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a84c61a3ac6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c861015c534(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f7ad901a1cd7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_153372751ac5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_85f554499a6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_604fac66e4d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42610d8a685c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae168dde45d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_626220e38260(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab28c53e36b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_534c2e01e189(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f090ad98a374(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d2028f191387(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cb440c662efa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_82f021bc42e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7b29acd0b5a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40e08be58340(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6ea97e91b1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_387ee3767568(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a7e40ab0073c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_35849c3d3fdc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_defb6b5fccf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fc3c55aed442(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bcd471cfac5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6b2aa8a47277(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4dea53556b4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b3d0953209ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_05dbcc49beb2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_728867c14133(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc6c1e8bf93e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45877bb26476(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4c3a4b8d7e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dca35413cc01(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8a23a8778a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56c0f3518da8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0460d40555f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4b1bf62718f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71ec4face410(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56609af09121(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b50f37d6544(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d979b8775f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b3461ec4dcf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c644004464e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75c127597831(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5662656968b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52526c9c1bbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_545d4c0e65d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4430fa7a12ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_557d8a73372d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a16ef9fc48ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd4a27231a9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2400aec9d74b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c31f6839435(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_deb3a256b3bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d92611cb234(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_610f40e97822(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14866f5f6a6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc6d0439f624(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e22d918de4ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0dd058980eac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_907e23919145(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0837bcfdd98e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4cc0407ef88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5f52ae5405b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38a4059fa4be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b29818a8b452(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ec5ee4313b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8bedd3ff5fec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2af4009acbd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a22694d704e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d5a94c6fce8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_622354eac986(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d8512f0e4f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e61d1bdb9f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a1925b6b2d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd608075a937(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddb42f1bb26b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eea611ec6235(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08a021953411(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d40091e36935(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96add05d32e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ea61040a7ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8ef2ccf52cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_638faef6c259(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34e4b2518f3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a7df8e3c3478(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf8660c239de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_515c97767db4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c84d32bdcb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_efb2b9646b1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b670d07ea88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50719c4d7997(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b4f2c7b18aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_adae063b2a4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fa7df2ea253(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5016895bc86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69a4c56a26ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad61dd505f6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec8c5adc3784(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_235243ebd32e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aeedc7699344(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3158332b0bab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2691dcc6661(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb2f2c2ffc70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_017d39821c8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09105838b911(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c620679fb46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0fd8319a695(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_beff22cff87e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9781d5e01ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb3d30a55c42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fdcc08ca4717(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0985fe645f81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f622184adca9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_597a965fa3e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46a7937cf81d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0201ec3b492b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_841d4df97b1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a3dfcc23dde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b30ba542fb48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88f4deca097f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcd326a85ca8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89207e5e373b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e939d82f2b10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61dca78ab0b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_992834cd8834(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d402411b777(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b944ed14185c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d16a2848f0ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_097197f72141(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1ac926ebb43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_559820eb7cad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46545460a3cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_582c2570f886(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de38d5404714(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e4a1db7bc2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d747647fded5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4716cdd10a72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ba4486a5da1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ff299647e00(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02361e540146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6274dfe06c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d9e9bcd6b36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_347a8353f858(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dcc310384121(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79903be6fd39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90e0f2b9ae58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd3748e30403(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef760b911098(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45549e3fad77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9aa29c4d3c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d598612b257(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51b48fa0de2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3ea47888633(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c516357f476(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e489b82e7b64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc263c2ea557(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a9d499a259b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c0ae58a659ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c48a77ac268(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32269d0ba9f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d846684f50f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24253dd000f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03e994180bb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24e7ed3a4bde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_12d3859842b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d90d6376023(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_490bc4da92a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3111ea81e32d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a19276064f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c06fdfa70b5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0abd1743e8cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c42712ef46e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df6382038338(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f80d401687e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f54933678988(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2170f3e0d4a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9684e703eb5a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e89768169979(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7205c7665b18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_73c70116dfe9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4286c8ce2661(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_476d3db7c8e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba75c9bba2a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_387c0989a09f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_446f4c9e802e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bf4e7ad6f0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6e030e66e4a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8aa1a5ac19a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbdd5cac1ab7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54f3c8f05863(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_212599717b41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1092579b378f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb0df85509f4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f64b66d647a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1745f1471c50(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ad01a7382ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fb79d7a36e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_625fb89c85e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb0caf3db1f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b2bc5340146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1234bc1a58c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1962be041a53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da79080b7387(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e679ab088e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae2be092ce8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_235fdaa3b908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0efb56ecdca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38c24d6daa34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a724c5f0846(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bd22b3de988(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_639a244aa091(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39bf9f756446(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_243e11c1c7a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_605c0eaf7dfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_343f6e14480d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02d09e0c9b0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f07e5b8cb66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f56b9ee65b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84e9ddbf7975(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f0eddcc6297(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3a4585177e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceeaef13e6dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa485b576244(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8126e310354(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f6f0679dadb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef1e53f3c2bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9d50e4e0e31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38545942838a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3fb11364229(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79d8b8026406(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6548cf3d3c3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e5c442f5683(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0096909edff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8bd52997e8b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec51fdcb7cd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e16a89dc2d58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_750b3962a099(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d201b00234a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aabcdee65708(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab119df133fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76c7cf405746(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ce6d910fcd4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26e427b0cbc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53d52af85b6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_802134bc01a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_133ac118dcec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a3842ad1eed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_156155f675e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7e65c6fd483(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9eaddf9a6d70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0134e8d69b65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1557266843f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a152b0c8b6b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d61123b4e592(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cffb29614d22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5117ea26da21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89708b53d2f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92c49ed9b991(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e6d10d0b758(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_feadc568e6e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d839382176a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85838c0efa76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74cd4861d0cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90d55a2cf4bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2070ce5f2b95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dccdaf68b188(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9806e70c8c6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb114a0655e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8f51efc819a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ab9d4431ccc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3eed9cd0c1e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9289284f97bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69f974427431(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8ee83330efd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f7865b741e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf8b293f8a1c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_728ca8a094ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d15c168933d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3af2f3d219e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_82b6991e790d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca0141d5c2a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b02e09ba43ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d16383cff06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_911ecfa4e43c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c1e6a659ea5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_39e2866bfdf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68e335dd02d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54ca55ad7833(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_533e04de8c16(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c1da0819356(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b79f31b7621a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e8d78944c46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c772f3c7539(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3db20805f8a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68385379404b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d84c8920630a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c1dd4d18e70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_542c28010315(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4838adfc55e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac833a2c91ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e1a7c81f199(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15662ed67101(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55ca7e5fe849(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5022e9c8ffb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51692ebd8eb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e88c5469dece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_daa49d107952(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1caccf451782(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_759532a9ae21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea99d44b7411(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7dfd7b0c280d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1306b2ecabd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b218d025d6ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17b6e94980a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bdee9fd64d12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83138c0dae3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcd08cea707e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38b99dc26fba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e52b0995082f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_727665500d4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c4c840c6819(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aba55d5c7d0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5bf41ec6d8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69340e9ec680(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_205b1dc83f11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b560c74858e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7e9d6d3dd20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7eda78939e46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95be443ffbc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98e8941383b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5540d6dc9e6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bbe1f6a9b7d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c90e42d1acfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb6f36a87a54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d373a6fa164(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0783ecbb88d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44fc4b105518(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_805e9c7f27fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8fd69e6431c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98f37f31fcf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb1bbcacfa8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90ee9d6ac18d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a08a0a4b788e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f730f56f221a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_511b1fb32a34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76338fc3ac41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58a7c8ccb2cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbc21ec715e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ccb826e18b4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6166c2697e2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4144c486d8b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6ff60df8d19e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd8886c1d164(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32b9bd24609c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd0855ad16ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69e1b566ab36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49e1a2f0c790(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbc2712030d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec2edd057fc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d2d4aec71ae2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de3f4e25b028(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7590a78fac6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62241ac0d8ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0dce12dd28c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_550d5473367c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ee2ff4e4078(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7825f3ad021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50792e9de0c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4f2cff28f015(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6872cfce2aad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_279abfa71e51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8238d4c01a8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_447498a766e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4a5e3d656f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c13addfca695(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b01772906ce2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4af8e9334fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c86e1e11361(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a0fafc7f637b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_705645fac1be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_462f1d2d105e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9211dc439cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4121b9410373(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41f23960edf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36e4695027c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64470f529119(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03d4d85dc449(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a01c5759a60f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9738f4457b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f38255960f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad3d9c3bc284(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df90534b4102(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a4813f843de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46355c378a75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e6cb855818f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8a930d6a2a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88d551ac9268(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ffe64252c69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7700b221ef7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c384cdd88bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db04e51b2e08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_44ac409927d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bbe5cbb6c267(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a8b58a12b77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f04f15697152(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ade2ca085717(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd953cde2f3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbb58694af9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_716dd662a5bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a6ed54e57d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd4f3e489f42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cb3969a0745(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02a5016d2deb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2634ac8d6fd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79b3dbeb84d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c2f2b8969d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62f66a8ae1fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1f5b7d3b4c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_313164fd9735(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d364fe14cbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_608468c7cded(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d523f17a0f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d769a65af97b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb10ac581dc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5013057f8537(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bef99226fb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_159e076ca31f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8a7724b5480(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1eeeb71516fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d304a446fc42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d42710d7c3df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd7208629a25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb7d711cd719(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5a47ab49f6f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79c8f09d84d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5730470b9fb8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c6e36b91002(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66bd76d7e73a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e721f239e663(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4ac20193436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4b0c59d51bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_613e1ff3557f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4de82639f71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cdd8c73cb9d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af8ee21859ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d1fc5164ecd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0099e1bb71e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df6170cf0afc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5575e0740c07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15439a9d51f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67d189e47a09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2714181e0bc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d87109e47d11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21b5d612a5c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfdc469968ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b631b619054(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21fcf48ac1ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5521b07c122f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81a2b6e7e49c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63709aa38d97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_548b108fc1f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5939407aaf93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bab9d26fbba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b97d62c3c43c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c84ebd8ec5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6875d922b78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1bee0d1dc599(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6092f050b87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4f9f48c4d45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d4d21724beb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f38939a1266(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28b50d9a7919(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cce354a37d3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ab15159a1d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a7da1111f36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c4d02e03f9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6cc08b6cd3f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9f3cce29bbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d67a033728a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3546c88718d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3213290a6053(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d7a09f91136(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_853ce973de7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac9e8bda7cb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6ac8a4e4883(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_160f18f6dbff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb857735d7cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96879fa9427b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b95668e28b73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db4c33cfd59f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_295eca8f1b23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d93503b8832(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bd1ba5ab262(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0310a7c46049(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20dc452677e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2cdb685d076d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fc9b5e93a08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37f3a82e7ad8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96dfc207e79a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e84874e807ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f1c179e6020(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff3dc7ce0d71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56c8c286dfbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21f7b11fb4e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae3fca6e5f0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f4bd8826380(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bf82c6077656(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a322cd808198(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e58bce4366b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3eaeb23fea83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ec66cf5f4fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_511b0f0db2b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95a6611d1b97(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3ccd568eba3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9819799b3d80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69dc58accdf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6aeff83549eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9aae11802589(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_96b19fe084ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e694158f90d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75177e14193f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34cf7af76cf8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c95c439bbb86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9c7eeb48b0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e17072c7662(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61d41f38559e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b1c62d55bbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61e27456d6db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52679660a4e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d356496f9785(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_840f81f58943(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad260479b3c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fc6f2f9238b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_181a69f56987(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e9c21f7f06e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6deb2cd0f091(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9820a6a86eb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83177a0e5756(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1cff16cb2645(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec0460472b85(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ecde66352f70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8733e1fde5dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b28294dab1f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42bd73b2b17c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1518f105fc31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_859bb02fa377(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b7203cbb359(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4eca4d20cdd1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acdfb41aa6ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9065f42c3c9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2613b19bc4c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02237e6106eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55297f1dd7be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e54a32d02293(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36c6cd97c4c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_55c60ae4e499(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5c693a2b1a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8abbc2235ba5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c945fa917f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_898f0ac7c30c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35830cc1c115(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa14580481d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0b031cd623a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3631da85be1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fb71e9faef1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c836504c0c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_279f2dff2adc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f63e4202ec02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69618793009e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ea7841c975d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4c12235c32f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d56b0bd31fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29241102ad98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_90bcfa2f95aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b64c86b29393(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1069fa02e6e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f85d4c63597(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56f17a8e6227(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0897542553ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb920044da17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ca66a070dda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_985a6404047a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbbd20e3eaeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50a2e04e6c9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4aee510697d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5021e2a332cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3f73f2d6d07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29b20d3283af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4af4373482c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05489f6b83a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee03521b01b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4208cdfd4ef6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6316176bdb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1805bd6c771(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_269a02381e20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_56978919af25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b76d200ec59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67a3cb8ffd96(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37d6c442a43d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_913a897a9b30(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_586cc43ef5b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_437ccfba4ef4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_466480c1ebbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f2311674f3e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62ac978cdb63(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a073c5fcd2c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74b76526d20e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_acf559c919ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b6b2dfbb1cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2021925405e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5fc611287d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5964917169cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bd7696912277(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_067d668e43bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d73096e4caf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64eb8764c1b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1c8247dd89d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b55a640eba8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f69f9500d3f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_243c3cf1fc91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_164d18cdbe7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e34a8596066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_71c9d616fb7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9df4e377b21e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d037557f6e76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79ec060966ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f3adb6fbf4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c01711f04b95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61329fffafdf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_65f212bda18a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8d010bd9450(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da93944fd6b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9e05603b984(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b332ab9df7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8fdc993e3b32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed5ba8e7f2c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59b69cbf9925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d716685d5c4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9768cfc69a34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84714c3d17d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_105f2b92fca1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca3b60dd6052(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0ab97dbc7fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8de52e04c3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7df6d47e741(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4462397dab05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a80899a05b40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ec5ba69a66a4(const NormgenFwdParams p);
 
 namespace {
 
@@ -949,931 +953,935 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_7d147d2c18e4, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_1173eb887f9c, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_4e883296db58, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_layernorm_fwd_70c7d7c1c825, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_a39a856c46d0, 4, 128, 8, 32, 2, 1, 2, 10240, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_87aed85ff9cb, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_d57d55e5f098, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_934b3ef1b661, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_18e94228c6a8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_58c7aec48db7, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_8c884eb5a3c6, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_176506add449, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_7ecd08c9cd79, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_8622eb08f891, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_87538f873fed, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_3da60e2ad0ec, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
-  {(const void*)&normgen_layernorm_fwd_9cd49eccacf3, 4, 256, 8, 32, 4, 1, 2, 53248, 1024 },  // ring.t256.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_0746328c715f, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_dd866c0f424b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_3f4479626cf7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_f03e0cb36081, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_layernorm_fwd_ea03bf8248a8, 0, 64, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t64.v8.tpr64.i3.early.h1536
-  {(const void*)&normgen_layernorm_fwd_0fd361606b68, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_0c5593f517d5, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_30f4af5bd734, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_dfc49eebbc42, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_cd4501997bba, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_ef3eafc837cc, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_d2ded1a2c51b, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_7b5a6385f2c3, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_0261f53e1fae, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_01eb40f37da1, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_layernorm_fwd_9ce442efab80, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_ccee5b6441c3, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_98d703851118, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
-  {(const void*)&normgen_layernorm_fwd_2f8a81bac903, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_b0f2c32a1d78, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_421d3d1f18f4, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_34fbe71df784, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_caa726383f8e, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_layernorm_fwd_09bd365cd4c2, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s3.h3072
-  {(const void*)&normgen_layernorm_fwd_db85ccccc2ea, 4, 128, 8, 128, 3, 1, 2, 12288, 3072 },  // ring.t128.v8.tpr128.i3.s2.h3072
-  {(const void*)&normgen_layernorm_fwd_379dbb721464, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_8864d932eb94, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_a1cf7c4098fb, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_0eb51e6da596, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.early.h4096
-  {(const void*)&normgen_layernorm_fwd_c00ad5bd3698, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_b970e94b4d3a, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
-  {(const void*)&normgen_layernorm_fwd_02ca3b0af1bd, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_4fed374ffcf1, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_8e38f9eb198a, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_d3167fcf2b85, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_77293a1d02df, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.early.h5120
-  {(const void*)&normgen_layernorm_fwd_0c370e47d5f6, 0, 512, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t512.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_a107ecfda371, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_0814b6a86c78, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_layernorm_fwd_ac57e7c6fb9c, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_372e2103c2d2, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_ed47e7d10b79, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_6b0a1924dbbb, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_ffe16c9f6a3e, 4, 256, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t256.v8.tpr256.i3.s2.sw.h6144
-  {(const void*)&normgen_layernorm_fwd_4947b89aa774, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_layernorm_fwd_2952e739baee, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_2bfb2ee09ccc, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_3692e1b95807, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_da766f228e66, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_9216b59482cb, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
-  {(const void*)&normgen_layernorm_fwd_acd65e2e4979, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_layernorm_fwd_f46dc3c2252f, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_faf24232aeff, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_0611d9d775c1, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_f4bd36990a2d, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_ffefef1db57e, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_39383ff3235a, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_1d1493c773e8, 4, 512, 8, 512, 2, 1, 2, 32768, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
-  {(const void*)&normgen_layernorm_fwd_6523a24f2c1f, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_2c85a8ce9916, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_5fb0db6c3d99, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_e19d8807e28e, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_6f820cc1cae9, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_e145c546b818, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_layernorm_fwd_c8343d7e6b55, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_8da55c1974b4, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
-  {(const void*)&normgen_layernorm_fwd_786e4d74b0c3, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_a8414c818103, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_a4b3fae338c0, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_b943af727c0a, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_2ee84dd5f344, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_53ff44def336, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_c80a4bd14f37, 4, 256, 8, 256, 4, 2, 2, 81920, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
-  {(const void*)&normgen_layernorm_fwd_5244a564ba7d, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_cf034326ddee, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_7eb94c9a7d99, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_ae567439d1af, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_cc1856cf053c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_df373049dd08, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_aa9ad8947a04, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_2085c78f5349, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
-  {(const void*)&normgen_layernorm_fwd_6cf6813af899, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_0989ed7e82a3, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
-  {(const void*)&normgen_layernorm_fwd_3570c3d0f239, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_c7aef4946000, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_fc876efd2923, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_layernorm_fwd_6611273a1836, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_9773dbbd5bfe, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_f7a18519b43f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_e81e227d340f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_0abd1c57c9db, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_0409564aec27, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_1766ecd083e2, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_61c9434b3d0e, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_7bf008011dc0, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_8840723e36bd, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_e5da5b58c43b, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_22b796650d4a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_layernorm_fwd_bf0ddffb162f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_a59dd4aec9b3, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_63d777e19a95, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_93da3d15fa71, 4, 256, 8, 16, 4, 1, 2, 34816, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_2bb4c303072a, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_797433f25b93, 4, 128, 8, 128, 1, 1, 2, 8192, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_c4a05cfa2e0f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_7662142ad733, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap
-  {(const void*)&normgen_layernorm_fwd_9f0ba04f7260, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_6a90fba71940, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_979a384c4f10, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_42b1552424ec, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_layernorm_fwd_0f11ab266a01, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_52f53b58115b, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
-  {(const void*)&normgen_layernorm_fwd_5f4a63ab8aee, 4, 256, 8, 32, 4, 1, 2, 53248, 1024 },  // ring.t256.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_e4b93c732d36, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_256662794e65, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_1bbb565af711, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_7a82337e89bc, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_f202ff60f113, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_aca1e1adaffd, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_a0d195dc7099, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_c5b121c190ed, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_fb7d3e7b5136, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_10ee713f66f5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_d3571f89f3a4, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_30c0a4339ea9, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_layernorm_fwd_42dd2504f83d, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_6b62be266d65, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_d51852fc1097, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_1921c3f95c6f, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_layernorm_fwd_699fc73b0366, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s2.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_6a80e95a3e4d, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s3.h3072
-  {(const void*)&normgen_layernorm_fwd_1cf973f843be, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_cbdaa66c21eb, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_e4bda0f3c1fe, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_4c709274ba8d, 4, 512, 8, 256, 2, 1, 2, 65536, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
-  {(const void*)&normgen_layernorm_fwd_4852c6dd9006, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
-  {(const void*)&normgen_layernorm_fwd_c934676771f1, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_87e590599b01, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_952cded0cd87, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_6e2fa0e0ae88, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_700346278104, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_97a7c90f087f, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_d78d5b71fd49, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_layernorm_fwd_e22f39dc236f, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_3d0f122c7e16, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_6bf3d6d79491, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_f875dcb65b16, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_a2e1b31bae6b, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_layernorm_fwd_deaa3db6e8b9, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_9c6c94d0287f, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_85685a965bfa, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_a240bcf58b1e, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_layernorm_fwd_8a4cdb310e7a, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_c9c030124e63, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_e719ac338298, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_199d2840ddf0, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_layernorm_fwd_97fad271d846, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_4c49585fcdb8, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_d1495e68dda1, 4, 512, 8, 512, 2, 1, 2, 32768, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
-  {(const void*)&normgen_layernorm_fwd_2911df80d387, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_75e8ee24f330, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_986ef06d504a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_f12a6b17e931, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_059500e9f426, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_66cf72195712, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
-  {(const void*)&normgen_layernorm_fwd_ab6c312e0332, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_c391bd3518ec, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_01a74144b72e, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_073ebd8447e4, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_5f778bd4d88b, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_de573740ec03, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_8428174b96cf, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_ccf60c65dd48, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_6ba85b909318, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_bd8dcbe35c7c, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_layernorm_fwd_0101a95edb86, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_37dd4ef1f117, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_f218567b38ac, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
-  {(const void*)&normgen_layernorm_fwd_f91c78a27c22, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_3621e0b6223f, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_8db6af48f9d3, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_d49315b8d3d8, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_56a824b35ded, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
-  {(const void*)&normgen_layernorm_fwd_3cea5769c2fd, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_6ac46ab1a94f, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_ec58adba3183, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_ad6aca2f60ac, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_22087462310c, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
-  {(const void*)&normgen_layernorm_fwd_aec2f066070d, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_ea6b0f4a062b, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_c99a548427c6, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_layernorm_fwd_04c1725bddde, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_4e2757d1c669, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_c6876290868d, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_c53a4ae8ac3e, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_a644c1abacb4, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_d7fddd4aff8c, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_590891353e65, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_3bfa1635c55e, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
-  {(const void*)&normgen_layernorm_fwd_1fcaa8c1afb7, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_1bd0a44b0782, 1, 256, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr32.i6.h768
-  {(const void*)&normgen_layernorm_fwd_1e7c056365c1, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_52364ac01989, 1, 256, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_bc420e67f044, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap.h768
-  {(const void*)&normgen_layernorm_fwd_ee79affff0f1, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap
-  {(const void*)&normgen_layernorm_fwd_08fe0dbc3b18, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_642189692582, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_04159fea8374, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_71be4b2b9168, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_ff8fd3d82ae2, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_eabbf668b091, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_e28737750a83, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_ef230e54456f, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_b2e5ca002a50, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_808b1d5f492d, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_4cd59227e1eb, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_ade41f1f9d85, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_ca2e6e51e3c1, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_65764bb3d477, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_1c8849ee7e12, 3, 256, 4, 128, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr128.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_a7fdc0e11632, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_f2aeed2bc3fb, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_8b8fa53aceb1, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_6768ce216827, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_defb46e48a83, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_bde6005cc2b0, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_14a6d408f391, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_6fd6ca06d93a, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_a208b2fc9515, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_d5b6c56ca4e3, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_bd94404df68b, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_af0537a7b27d, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_layernorm_fwd_bbde664baae3, 3, 512, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t512.v4.tpr256.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_65400df6e779, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_14b939ba6439, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_9d519e3d6791, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_ad34400cfa9e, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_2186d25748ab, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_5ac726918e71, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_53b1dd89047a, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_3dd7d0c72435, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_3b26ca790689, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
-  {(const void*)&normgen_layernorm_fwd_643b042f3d3e, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_5764042d3005, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_82d9347afea7, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_e72695898d08, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_8613083533d6, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_8aa659d4d1c2, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.h6144
-  {(const void*)&normgen_layernorm_fwd_1b04da747aae, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_6494a652edea, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_c945b1988e14, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_46400ace4729, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_layernorm_fwd_9a2debafe796, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7.cap
-  {(const void*)&normgen_layernorm_fwd_9fb168bcd02a, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
-  {(const void*)&normgen_layernorm_fwd_2d2bb15f56ce, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_5b3a388c82e2, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_9fb28c523a98, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_f24ac1df83e4, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_3d12423262ed, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_873208a2de72, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_layernorm_fwd_7806bf544c09, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_d708c6f913e0, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_b760c65da5ed, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
-  {(const void*)&normgen_layernorm_fwd_95ca5c799f13, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_525e559d8515, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_layernorm_fwd_483636691fa0, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_layernorm_fwd_6141da2d0e47, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_5c6c0bd98c25, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_3f07f52ba116, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_b3ff27ba006c, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_layernorm_fwd_bd883bd93162, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_ff9986baaea0, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_bc5686c67ff7, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_6dd1a05efcd4, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_b65c8ab89206, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_7649b9d2b3a6, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8.cap
-  {(const void*)&normgen_layernorm_fwd_07284b396a73, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_da505ef97c3f, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_3d72ace68b87, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_2fdb09222d42, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_9e9e8b4da18d, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_5ce0ef8a8149, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_layernorm_fwd_8f493b66c0b8, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_4bb3a9464044, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_72bc7df0c35a, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_cf7971017ee4, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_62b2015bd26f, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_28800f05feb0, 2, 256, 4, 256, 0, 4, 4, 0, 65536 },  // smem.t256.v4.tpr256.c4.h65536
-  {(const void*)&normgen_layernorm_fwd_e9db0135c35e, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_40a29c30ba34, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_c4706efda49c, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_f1c9006e6c58, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_a2e1978f4312, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_c97550289c54, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ab188447e7c6, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_018933162cff, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_39762916cdef, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_7f57bbc18a51, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_1070bf77d5cb, 4, 512, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_a17111bd6396, 4, 1024, 8, 16, 4, 1, 2, 132096, 512 },  // ring.t1024.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_ecf82f4e8c60, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_59abe8a9f7bd, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_976706c5a559, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_92b9846acd62, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_9a86fdc81a38, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_b4f63bc4fbed, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_f40a61dc5a25, 4, 512, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t512.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_5d304be77f95, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_601e56d66317, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_727e8ac131c5, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f73a4af3cece, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_29be065b0aef, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_111e077a056f, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_67b168964a6d, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b4f0209d99f5, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_b590376b5e93, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_dad07638bbc9, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c9df3c4700ff, 4, 512, 8, 32, 6, 1, 2, 101376, 1536 },  // ring.t512.v8.tpr32.i6.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ab3e68801dbc, 4, 128, 8, 64, 3, 1, 2, 12288, 0 },  // ring.t128.v8.tpr64.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_cf158b091082, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ad48ad70195c, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_8160ab77293c, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6d24533e8223, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9022389a9fa9, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0f18739b6420, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_e2c4921282e1, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_b0598328ad7c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_94ec85972685, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_3777a7219be7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_609d948387e3, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ef0b1b90c02b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d92afef26be8, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_749323fb3fce, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_58efa40f4b30, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3f008785c268, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_ca278a7d864c, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_f265f65f1a8d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_982b5e42e749, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_e2f7f9ccc744, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b2efcb263174, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e38008b1d67d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e82437edb0d7, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1b8c3edea653, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_89bd366baa23, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_5c7a85752e4b, 4, 512, 8, 512, 1, 1, 2, 24576, 4096 },  // ring.t512.v8.tpr512.i1.s2.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f4bef47e622f, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b212e62736c5, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3d5d717077b9, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_a8c242abe846, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a88cc4c09a52, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_9d72bca185d7, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_43624b230fc8, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_5eb0eba12139, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9b87e623078f, 4, 512, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t512.v8.tpr256.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_d7a353de916b, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a0101ddedf2a, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_7372200d7871, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ccc20234e625, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e6c38988750e, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6e57efbd50e6, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_434f124aa039, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
-  {(const void*)&normgen_rmsnorm_fwd_44e299812480, 4, 128, 8, 128, 7, 1, 2, 43008, 7168 },  // ring.t128.v8.tpr128.i7.s2.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_189b66c32b7f, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_270250a25ebd, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6f956412a537, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_589c20381f38, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a1e98b3262e9, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_1cbc1ef17a3b, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b78b3bbd125e, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_77ecef1bb0d3, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8669ee825b1a, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2f71f63d0281, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_e27a1d5d7d02, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_bdb5a5b4c571, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e601a4c05469, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_368d4e7944e1, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_c8ca69e2dfe5, 4, 512, 8, 512, 3, 1, 2, 49152, 12288 },  // ring.t512.v8.tpr512.i3.s2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7cb527513748, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ec6cb1f655c9, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_55a06f869dd1, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_12f8950ee1cf, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2c0f6a23078e, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_edfb0ab516a1, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_616840c2878f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_ee70cb6e6d03, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6f6c09d20c23, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_681632c77a8b, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_79c52c36684f, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_7ec9d948c2eb, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_ba2019445a1d, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2085c903e32a, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ebe941962ed8, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_1418eac5b2fc, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_1f346028d2ca, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2249f3c554e5, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_d1668821f3df, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e56b3fbbaab7, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b77d3f80215c, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9141be385516, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_5c9d2c8ca7bd, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_013024974d63, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_970c8cb4acbb, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_43b6a147ceee, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b1d3428fecbe, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5bde5936d7d6, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e1812eaf225c, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_4965ee4d412a, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_2334954c978c, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_857a24895000, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_4ac055f90df8, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_4640cae2f415, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_b995cde99860, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_1e1712babcf1, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_6fc353d04b92, 4, 128, 8, 128, 1, 1, 2, 12288, 768 },  // ring.t128.v8.tpr128.i1.s3.h768
-  {(const void*)&normgen_rmsnorm_fwd_0401443dbf73, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_d05528728bd2, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_980d86cb1dea, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_1669c0a381c0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5632105d9c5f, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_0b6ecef58c95, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_99ac24706fa0, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e5374b48649b, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_a3a4fd88421c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a0f30bf86301, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b0f00382ca9b, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_73a626bd312b, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_73f534fb38f2, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_eb04849803a3, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1b05c5cb0b3a, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1e7f46b142ea, 0, 512, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t512.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c2ae00581980, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_26d222c2dfc8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b3a1336d7a7a, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_31568b91feb8, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_a91eb3186d28, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_eb639562476d, 4, 512, 8, 256, 2, 1, 2, 106496, 0 },  // ring.t512.v8.tpr256.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_4ae35544e347, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_fed4efd95b69, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_35bf3bfeeff8, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_23779b2d17a9, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3a445ebf42d3, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_47ab9eb3ba39, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_42ffefda1d92, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_412e0365c461, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d5d3cc8c74d5, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_9644d8218ce4, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c4e54b4e4135, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_38690456001c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_e20d96a341c3, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_8043a703f094, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_00922ab65060, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5b6f3fe01803, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_a07fa359e751, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_rmsnorm_fwd_85aaae72a738, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_7d45713a9bc5, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5534c21e2d8d, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a1c3a45eb755, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7752627ce61a, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_ad30faf28c41, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4cefe75f7430, 4, 1024, 8, 512, 2, 1, 2, 212992, 6144 },  // ring.t1024.v8.tpr512.i2.s3.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_505328ea371a, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_439cbc8cefae, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_e4a05b45d393, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_79ad0d9d3b06, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_708d8d4f1eb8, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_ed70624f1f6d, 4, 1024, 8, 512, 2, 1, 2, 212992, 7168 },  // ring.t1024.v8.tpr512.i2.s3.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c56c446b441b, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_8ef7edf418c8, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_8458d5fe4b6a, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c8106c4e1e96, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_314e52053078, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a84f2bcfd532, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f3a182f33cda, 1, 512, 8, 512, 1, 2, 2, 0, 0 },  // pipelined.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_01bc1dc4dea7, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_247bb1a02de6, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_08512ccbfe9d, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_579d520886a4, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_8dc16fa37402, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9d742ba5329e, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_221f0bb2e291, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_adbb08475ef5, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b413aa13bb5f, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_fa6cd6e352d9, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_b37416e449cc, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2e375fb41002, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_15b5f25e8189, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_667462474e6a, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6160ad469d55, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5c240cc49ac7, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ac90614253d5, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_be16d064ea32, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_ba579c51ed19, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9b65a0f4e508, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_45f7eaa30a45, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f1848e45df7a, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5de5b8d73f2b, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_9a025a7aa157, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_91dc91d5808b, 4, 256, 8, 256, 8, 8, 2, 229376, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ce38abfe7069, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_53cf1b60d85f, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_fe105cc337d4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_7849046f3110, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_59a1a807a8b7, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_55fec9699ffc, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_ac90a0962ccb, 4, 256, 8, 16, 4, 1, 2, 33792, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_01f5af047e02, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
-  {(const void*)&normgen_rmsnorm_fwd_ffe54488e2ae, 4, 128, 8, 128, 1, 1, 2, 6144, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_53485a92eba4, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_ad7eb7c0f4c9, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_ab4618238417, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_d396cb4c814b, 4, 512, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t512.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_9129076e42a0, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7c7e7ed47d67, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c265a528f4c0, 0, 256, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t256.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_95665edf0b9f, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_54ec6161f1f7, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ce6929226443, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_2794189b7072, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_92f90f88a743, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_c977e8c4db30, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_9327b943f67c, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_21939c03637d, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_663788b9f17d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_55968bcf1719, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_fbc8a5806857, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_cb142669126b, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_a86c77960a81, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1961f05848a1, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_2f587a5b3d9f, 4, 128, 8, 128, 3, 1, 2, 18432, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5e488bbaccb3, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_1aa65c553454, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_284891b0261f, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_9876d2d601e4, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap2048.h3072
-  {(const void*)&normgen_rmsnorm_fwd_580ac3b24179, 4, 128, 8, 64, 6, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr64.i6.s2.sw.hold.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8546911e8f66, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e0d61be44c10, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a8e6f17922a1, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b9374fefbb10, 4, 128, 8, 64, 8, 1, 2, 57344, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f568c36f9c32, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4db05d673fb2, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_e3423bdc3096, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_fb5ee9b24596, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_74222d0b3997, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_3e5c6444c384, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_30b4325ee3b4, 4, 512, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t512.v8.tpr256.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_0b1b03c75343, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_726ccfd54551, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_06b269efd948, 4, 256, 8, 256, 3, 1, 2, 24576, 6144 },  // ring.t256.v8.tpr256.i3.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_625b047ad821, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_11cb0c0adce9, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4d6dd7178e6f, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_20be8332baac, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s3.h7168
-  {(const void*)&normgen_rmsnorm_fwd_028115954670, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_bc9bf901a6ac, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a507d8652c61, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d28096d1f2a3, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bd7de4c00f50, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_5a3289c18062, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ddc528574bdf, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c711f7ef0cff, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
-  {(const void*)&normgen_rmsnorm_fwd_368c1b170ab9, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
-  {(const void*)&normgen_rmsnorm_fwd_913dfef7dd63, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ee70b9de9828, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_911325852807, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b06a52e57c1d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_cc86b9391736, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8eba21fbcd66, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_db423ed287ce, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_3e07763fd49e, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2a07e74d7595, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_b1478d5f51ff, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a4075eac1864, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_9c073cabaa0c, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_2938fc192455, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s2.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7c86ec5aaa4e, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_5450b5c96c65, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0c9120a1b95c, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_77e58f5c8603, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3069cd07dd86, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_caa360159346, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_568a54146e32, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_0ffb5dd4945f, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_1209e90a57f6, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c4f5f410e54e, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_09ec31c6d056, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c2b5b987ea91, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_1c8a25f38863, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_78dc6261b8f5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c83ba104c163, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16
-  {(const void*)&normgen_rmsnorm_fwd_e47dbac80bf9, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_a14ac825aca9, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8a5bf74f8c50, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_4d656c8c445e, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d856bbe28b8a, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_657f5ed5d662, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a7b89b4611af, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_1816d83030e8, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_478c87ffbd9b, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_eb427d3c2ae2, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_6ecddd5f390f, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_693c048bfef4, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5ff1a7cf30ab, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_a713c0ac2233, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_41b035fbdb67, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_5bc02a3e5b16, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_e994b6f36e4a, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_5ad2d5444ae3, 4, 128, 8, 128, 1, 1, 2, 10240, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_f8a13af2623c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_c491cc538fc9, 4, 128, 8, 32, 3, 1, 2, 26112, 768 },  // ring.t128.v8.tpr32.i3.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_18f204fdeb2d, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_bcad0c91e31f, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
-  {(const void*)&normgen_rmsnorm_fwd_48007aa8a03c, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_fec8dae2abb0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3689467953dd, 4, 128, 8, 64, 2, 1, 2, 18432, 1024 },  // ring.t128.v8.tpr64.i2.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e680480145b1, 0, 512, 8, 32, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr32.i4
-  {(const void*)&normgen_rmsnorm_fwd_39ba593bb7cf, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9763598f4935, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_4fab0a5e2797, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f964536414a2, 4, 128, 8, 64, 3, 1, 2, 27648, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_12b5226a458e, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_11ed1270e7d9, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f4faa1bab574, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7e14affed6d8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_7a8d722549cb, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_ef936ded8149, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5b057f04d17b, 4, 512, 8, 128, 3, 1, 2, 153600, 2560 },  // ring.t512.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_423d163f0be2, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9002276fb69f, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_acb3a4affee4, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_19ee24d0fe27, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3f2e704d069b, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_18338bbbd33e, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d46aaa4815cb, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_01f0f75f1732, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e1a0b2d1cb62, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_1da7a6528e61, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d0f77c3ed3e1, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ca89e0cbd4f5, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_f7c8ba3eeb1b, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b546a2061bfe, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_2aceba388096, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_26473c3f7529, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_ddec842bf402, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_cdd288f85861, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_06603e2ac6a3, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f6bf635aecf6, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_af5de4234d10, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a5e454509c9e, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f83e44de38e3, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a18421c73794, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_6c96b22cc065, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a5ceb175e065, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4ee93c7ff2c1, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_273357a1043b, 4, 1024, 8, 512, 2, 1, 2, 212992, 7168 },  // ring.t1024.v8.tpr512.i2.s3.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_87e0f908bebc, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_19a0c3e40b65, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_90d2f10660ed, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_878b9183646e, 4, 128, 8, 128, 8, 1, 2, 114688, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0e239ee6ac4e, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_eedffa815c80, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
-  {(const void*)&normgen_rmsnorm_fwd_44328c08586e, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_39b8dad22953, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_bff0610719bb, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0c249c78070a, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_8511934b2306, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_be5955ed2410, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0cb5748c253b, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_da6374f7b98e, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_1c2a5143f52a, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b747d875bbe6, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_eaaa2d6e7400, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_fbc15e2c2efa, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_484c4caac895, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6caf20433c0d, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_561c65b8d65e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_448b798b5fe3, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_71c23ab5c9ad, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_27e30e4a0b27, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
-  {(const void*)&normgen_rmsnorm_fwd_8d1779ea9e13, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_032c161db432, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_889aba4eaf32, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_79c4c4284e45, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_5fc8732b06b2, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s2.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a360dd70d824, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_ec5dcbde0056, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1b28d58b34d9, 4, 512, 8, 512, 2, 8, 2, 114688, 65536 },  // ring.t512.v8.tpr512.i2.c8.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a4fbbcd4dbb1, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_6d1e7bf1b993, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f16fbba4fdd4, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6e4eb5a7a278, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_59862406bf66, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_3d460195de83, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_a39361e8b6ee, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_4a652702db34, 0, 64, 4, 64, 2, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_602b10b167ff, 1, 128, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_3c2a7d2d270b, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_ce16f1681f72, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_c5c975af6d28, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_8c69e66912a8, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_ccb029bf277e, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_6e50f9823bae, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_5cbaf6314721, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_662c6f0af2e7, 0, 64, 4, 64, 3, 1, 4, 0, 0 },  // regs.t64.v4.tpr64.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_4a38f2c3da62, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_74ce87241900, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_704adf61d1c8, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_c075ddd6a601, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_acdae3999e28, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_4267455df54c, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_969bbecba9e1, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5f55f086f18f, 1, 512, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t512.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_258fa546290f, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e14af8e9144d, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_eb3d67a5d9bf, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_715632b45f3f, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_f215ff5fa192, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_6fbd954fdb34, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_18bdc14c0303, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_b2084abd3a5a, 1, 128, 4, 128, 4, 1, 4, 0, 2048 },  // pipelined.t128.v4.tpr128.i4.h2048
-  {(const void*)&normgen_rmsnorm_fwd_addf03408c04, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1799dd635da5, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_c00da9c0b962, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_1b00c1614bd8, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_dbf049c65e93, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_4f1189642f11, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_dc0ff5667e5c, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_44f6e8747d2e, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d5ebe4fc9dbb, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_9fe1b1962b1c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_6cfbcf54d565, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_689d2c9f0b2e, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
-  {(const void*)&normgen_rmsnorm_fwd_fc84516ed8d6, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
-  {(const void*)&normgen_rmsnorm_fwd_5edeae43814c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ac6938d3c504, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2c6f67003e3c, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_3cbd6748f352, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_9ff2385ab5d3, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_3d181db344ce, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_636b21406437, 1, 256, 4, 256, 2, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_afafe77162f1, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5843854bdc17, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_9cf2d50eb2cb, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_42921f55a5f3, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_5f9f84309d09, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_7a38b9f953d8, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_50cb559fd3a3, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f1e087ea8adb, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_2cabb61d1250, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_6727c66fb375, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_bec4682f91cc, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_046bab20bfb5, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_9da32892f069, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_44538b819d1a, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_a6d66bb4720d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_70e260a7f94a, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_06fb8908cf41, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_37dab744a6fb, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_038588823398, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_d6d9f1624785, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_147b25f41dd7, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_ffd6646a2d4c, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_eb2d046b077e, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_ff71d99d2335, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d0f6cfca8500, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_d68d2a605645, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d158175f9168, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_739e50138777, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b0db18006bde, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_c36d99425eac, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_dce1e6d5a7f7, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_accb15f69b59, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_rmsnorm_fwd_a90bc2e6e728, 3, 1024, 4, 1024, 0, 1, 4, 0, 12288 },  // reload.t1024.v4.tpr1024.h12288
-  {(const void*)&normgen_rmsnorm_fwd_5de7b7fe0e45, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_570120bd5b59, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_229b5a6dc0ad, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_bfc0b60ec870, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_82774d6bcde9, 1, 128, 4, 128, 8, 4, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i8.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3672f1d39c9a, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7019521dc33d, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_rmsnorm_fwd_908f468f128e, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_c533e60107a5, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_62ba10d5e390, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e2c2c4db70c0, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_5ec43ac20ceb, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_af3066e6258d, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6a62342a2c23, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_5191ddeabdd6, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_82e88070a639, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_81bd1936302d, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_c5bc938a821c, 0, 64, 4, 64, 16, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i16.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_71590c25ad50, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2ac0b6d66ff3, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ec4ff5c728a5, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_ea1ec3390f7d, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_43a7ea9ce9c0, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_6fe0af9e0bc1, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7e349cc43b5b, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_e386db3f3889, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_0fdc0e50fa7f, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_088fb838ba15, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a7eb93d7b742, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_69bbd816f837, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_336f9b686462, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_b7449487dcf8, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_e106a28ff1c9, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_12b3785b6576, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_c5117d827e47, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_503ba5cb9c46, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_f18ee570c416, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_ce59f8178534, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_dd2e47487f13, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b8a519e32a24, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e5aa881289be, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_ef01513765fb, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a7c10f405ec6, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d8e1fc61f6a3, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_840db986eb7e, 1, 512, 4, 512, 1, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr512.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_91b83ff6fd0c, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_d5848b167cbd, 0, 1024, 4, 512, 1, 1, 4, 0, 1536 },  // regs.t1024.v4.tpr512.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_1121cba16b2d, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_add28d30b855, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_9481a7fd8e66, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_9990e7045022, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_549e31ab8eac, 1, 1024, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t1024.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_45b6280e3400, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f58e35364fc8, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_34fb4d761ac6, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_5e1e1df1cd2d, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_da1d5e0263fc, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_33feb2aba8ee, 1, 512, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_55cf67c1b272, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_ae635ea6334f, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_33f6542830d5, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0259e4c7775f, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4a891bb26e90, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_56efd5d3dcdc, 1, 512, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_3861948a4bd1, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2d1f158c43ef, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap2048.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7fd6ac7b0914, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_02cf59f4cddc, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_10e3512afaa7, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_8b692ee60cad, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_47c4797d1972, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_5f1869aa5aa1, 1, 256, 4, 128, 8, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr128.i8.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f59b66ed251e, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_1210b794553a, 2, 1024, 4, 1024, 0, 1, 4, 0, 4096 },  // smem.t1024.v4.tpr1024.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f63bc07bb1fb, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4b716bcd3df1, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_090930b695be, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_8aaeaa0d23fe, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_d774d54c33c3, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f5b2290dd4f8, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_b392876ff21b, 0, 1024, 4, 1024, 2, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_0d97cac079f4, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_cecc52ce481a, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5a11e83f3119, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_90496bb9211e, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_cfe198632d33, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_a086370f37a6, 2, 1024, 4, 1024, 0, 1, 4, 0, 6144 },  // smem.t1024.v4.tpr1024.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1d1e602cd3ae, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
-  {(const void*)&normgen_rmsnorm_fwd_423fc8389551, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3fbf0bbff4de, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c88a429e2b7f, 1, 256, 4, 256, 4, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_de7e6d039688, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3bee64b191d0, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_4ed2409ec2d2, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_b9c8b94c4f0f, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_900dfd597522, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_b4ffea29d3a6, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1ac4f95ca59f, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_6bb645c7b900, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_e5d03e7f1fee, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_5dfe201df078, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.cap2048.h8192
-  {(const void*)&normgen_rmsnorm_fwd_81f693762df9, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_33ca69d8aa8d, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_80234884fc89, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bb67cc7c7bc1, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_0423a3c68ae6, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_27b559ff60bc, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6524b9fbf374, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_95a63737f15d, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_1f416fa3b546, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b6e7639f3abf, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_c000ea2c69bd, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_d1af51be16ff, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5d4ef1f14af9, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
-  {(const void*)&normgen_rmsnorm_fwd_4e31c8363c27, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1c7fd30501a1, 2, 1024, 4, 1024, 0, 1, 4, 0, 16384 },  // smem.t1024.v4.tpr1024.h16384
-  {(const void*)&normgen_rmsnorm_fwd_fd0c0e94c8bb, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b02a96d2abce, 0, 512, 4, 512, 1, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f04cf2edbb98, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b0dd083f971f, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_d74908ee2b73, 1, 512, 4, 512, 2, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_fc2247111ff2, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_054c96a913df, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_9ce65e2e1a83, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_140faeac38a0, 4, 128, 4, 128, 8, 16, 4, 147456, 65536 },  // ring.t128.v4.tpr128.i8.c16.s4.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e21eceee9452, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_4aa647b2a6cc, 4, 256, 4, 256, 8, 8, 4, 229376, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d8b7416babcb, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_0e2e84d1f84b, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_8e124644bfbb, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6151a0d090d3, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_64f2a267273a, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_9440ea0c8dc0, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0a24c6cb430d, 2, 512, 4, 512, 0, 4, 4, 0, 131072 },  // smem.t512.v4.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a4214af95af2, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_rmsnorm_fwd_4c5729d8efb8, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_57ee409d5926, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_19e6c184ce84, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_fa5abf644268, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_layernorm_fwd_ec580660dd7b, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.cap.h512
+  {(const void*)&normgen_layernorm_fwd_53a541b991c1, 4, 128, 8, 32, 2, 1, 2, 10240, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_afe615f8ce47, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_564c27c4e473, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_f9cda5b0fdbd, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_d9d8615d81f3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_e08c019f5677, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_a2965be88832, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_4b792e2c5d8d, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_f759af5edf4d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_11182754e4d2, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_layernorm_fwd_fd70d2a03288, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
+  {(const void*)&normgen_layernorm_fwd_135354635fd0, 4, 256, 8, 32, 4, 1, 2, 53248, 1024 },  // ring.t256.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_layernorm_fwd_aa29cbb4a82e, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_17f6e92b3a09, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_58b48df31731, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_aa1b5e3a4c34, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_788a8248b220, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_9c31059a8325, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_ed6d2f0a67a6, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_bc3cbd588dc4, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_c98864f7b599, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_01d01f3d11ea, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_14996fd91fb8, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_970c97343cbf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_b56ecbaa1c18, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_d919da909615, 4, 128, 8, 128, 3, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_fdae063a31e2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_d68d1023ec56, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_0f39a1ac4553, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_1197a7df0dd3, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_6e624fc10002, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_e3f0c2d706b2, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_9ea75e99b8e8, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_e27c5e0ded01, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s3.h3072
+  {(const void*)&normgen_layernorm_fwd_ea06381a8d9c, 4, 128, 8, 128, 3, 1, 2, 12288, 3072 },  // ring.t128.v8.tpr128.i3.s2.h3072
+  {(const void*)&normgen_layernorm_fwd_1a8f342e0c90, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_15261137952c, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_12a442cb582e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_66d08541a391, 0, 128, 8, 128, 2, 2, 2, 0, 4096 },  // regs.t128.v8.tpr128.i2.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_dfbb9995f92e, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_be14e6d447f3, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_f5dc681f2a36, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
+  {(const void*)&normgen_layernorm_fwd_37d9970b38f0, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_71485f169bc7, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_9d0a0e7888d6, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_24c5ff7cf57d, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_0999c9f44eb5, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.early.h5120
+  {(const void*)&normgen_layernorm_fwd_ec5b8aefb1c5, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_c551155a4521, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_97fdfd2aa838, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_0532de419d3f, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_3e6aa1461bf6, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_dc0912825562, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_207da877b6ce, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_0c6f82090ccc, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_ea37478c0fb1, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_layernorm_fwd_1e00001f6b24, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_dbe44c61fa23, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_a8d2bc455b38, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_633338de5bd2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_layernorm_fwd_9effda2f913b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_459288208811, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_d15c10dd82ad, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_b15eabede8d9, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_ddb6d43699a7, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_3c8d1f2f9ef8, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_e2bf3f37aead, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_40a36ad630be, 4, 512, 8, 512, 2, 1, 2, 32768, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
+  {(const void*)&normgen_layernorm_fwd_0e353a69bae8, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_3d5f5caf6d38, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_588add194a6b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_layernorm_fwd_892c415203ba, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_80ad787d8af3, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_5a96351426ad, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_layernorm_fwd_d4f96fbed811, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_70e3c05f9885, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
+  {(const void*)&normgen_layernorm_fwd_c0ade1ffd82c, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_4fdb6a2b66b6, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_2b4b6fa45f07, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_fb25e68924b2, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_layernorm_fwd_35b1a3cba0da, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_921ba3ff930d, 4, 256, 8, 256, 4, 2, 2, 81920, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
+  {(const void*)&normgen_layernorm_fwd_3cb814772408, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_4ce0c9455c88, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_ea300c1633f1, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_ac88afeb8a41, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_7fdeea6d1e1d, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_b95d5606880d, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_0776a4d6e445, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_15eeb21dd89f, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_596eb7bd2e72, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+  {(const void*)&normgen_layernorm_fwd_babe138d21ae, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_977b76386dd7, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_f38c5a149051, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_ea9d390edcf1, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_9adeda552f55, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_8c4bb0417161, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_882e3e4a052f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_a1fc8b9a6733, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_26dec3cf62be, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_f16250bbd285, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_4fd995bdff9f, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_fc67e01b222d, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_9c1cdf6e2c07, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_fba4eb896f40, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_56caa0c9b297, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_757ff394c807, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap.h512
+  {(const void*)&normgen_layernorm_fwd_80e12a559674, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_55eb187559a9, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_a0a4ae273ca7, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_5a1c42bc8395, 4, 256, 8, 16, 4, 1, 2, 34816, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_9b59737dca3a, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_818152fe7b05, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_47828ffef9b2, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_3ad99fe08c6c, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_569b75f55299, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_cb9771e084c0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_7d4291e09055, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_0ff7dbeae2b6, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
+  {(const void*)&normgen_layernorm_fwd_5b68c79ead83, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+  {(const void*)&normgen_layernorm_fwd_42458db927ee, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_ee6c61f0e100, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_e0a9245b66a0, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_ffd572813e43, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_ddb3d6c48307, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_edbb05946374, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_97924fd3cfd0, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_8045fef58041, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_81826f64e111, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_ba4bea7b10c5, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_ba625bf66aa5, 4, 256, 8, 256, 2, 1, 2, 32768, 2560 },  // ring.t256.v8.tpr256.i2.s2.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_434a752bb780, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_1bac6dc85d45, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_04d15dee682a, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_8a17302522c9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_9d1fb0e55245, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_c11fae02c079, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_56b2d72f5263, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_5e9b3cf0c97c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_1c3b109cc7f5, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
+  {(const void*)&normgen_layernorm_fwd_9de690a86602, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_a45c15e21e21, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_303742c9d21b, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_layernorm_fwd_b2928783254c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_d7b1f50c8f6e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_edc036adc5fa, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_layernorm_fwd_608df9fa1ecf, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_layernorm_fwd_dc4ed4614095, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_50adf5a83052, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_b29f63c0ba26, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_4eef298ab04e, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_f099761873ca, 4, 256, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t256.v8.tpr256.i3.s2.sw.h6144
+  {(const void*)&normgen_layernorm_fwd_27aa6a0a1fb9, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_layernorm_fwd_cc8cf4207944, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_2c5be12cc270, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
+  {(const void*)&normgen_layernorm_fwd_d40adceff7d7, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_c6e25a31f104, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_ba25895534d7, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_771faafcc4c2, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_c105c3694f58, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_d397818fb1ba, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_0de93db6ab3c, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_c1c11b253d0c, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_986d7a61502f, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_layernorm_fwd_3d5ba24aa41d, 4, 512, 8, 512, 2, 1, 2, 32768, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
+  {(const void*)&normgen_layernorm_fwd_a67b61059762, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_1c9ddc2123c5, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_11614a48efb9, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_56979717ba5f, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_0a041168bbc8, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_1e2bf466dc9c, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
+  {(const void*)&normgen_layernorm_fwd_450aee3118c2, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_8769100464e2, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_7284fe29ce6b, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_058daa7f3524, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_168d4e2a343d, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_124e6213209e, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_9c21902a306f, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_94abb03a5b8b, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_ed0086518411, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_9175ce8fb016, 2, 256, 8, 128, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr128.h16384
+  {(const void*)&normgen_layernorm_fwd_43da7681003e, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_a79b8ada5653, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_ade1d848686f, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_aa120aebfd10, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
+  {(const void*)&normgen_layernorm_fwd_fdd26649322e, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_85933cccca36, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
+  {(const void*)&normgen_layernorm_fwd_7cbb4ade5a27, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_b08eb10041c0, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_845b68b624b8, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_5d39599bcdeb, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_364f172e0d6a, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_6c63c2177b34, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_71d8e2f6d403, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_ceb90ba92591, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_80cad5f7d0df, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
+  {(const void*)&normgen_layernorm_fwd_b652de700f52, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_1b5d94c8c66b, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_41fd78d28d72, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_09f0f801e132, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_a14c24e0189d, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_layernorm_fwd_648d786d6779, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_d9b1dd77a053, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_89bf8a135fd5, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_adb8746f9d6b, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_0c67f0abad27, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_71fff3350d2d, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_ee3ad3c277ec, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
+  {(const void*)&normgen_layernorm_fwd_2cd11d8a2108, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_071153db2f2a, 1, 256, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr32.i6.h768
+  {(const void*)&normgen_layernorm_fwd_6213e24d3edb, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_630da787175b, 1, 256, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_7969c2f88275, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_c3543f8bb834, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_e9595e9f0287, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_b199144ab5fb, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_1cace769131f, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_5cb0e1d709d0, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_c7b9c5e9429c, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_69655688b14e, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_ec4a97a40060, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_d7a24a2c984f, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_7e90bd64ec72, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_0703fb6a21a8, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_377ce9975bf1, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap2048.h1536
+  {(const void*)&normgen_layernorm_fwd_b9e82bab8be5, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_9bddb210bee0, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_43b4fb981d4a, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_84835d5e77bc, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128.cap
+  {(const void*)&normgen_layernorm_fwd_f0282d5df9b5, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_eb61510bd429, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_f2f9bee22534, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_da50544b4613, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_098ea1778cc4, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_6445f0808251, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_16c5a1118e15, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_82067db02b6f, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_d3f59a499069, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_1224b5609e43, 0, 512, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t512.v4.tpr256.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_a0b921f93c98, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_89b182ba15ac, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_839996641739, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_665bac33bd51, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_43f4fc6f4785, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_layernorm_fwd_f4f9de1bf286, 3, 512, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t512.v4.tpr256.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_d0e8982999d0, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_503c9b2341f2, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_04a1ef5805d3, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_746d711171ce, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_e5ef0c35b84a, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_d10c352bd2df, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_abdc276f6f65, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_25a6709d33ab, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_b9d45a42714d, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
+  {(const void*)&normgen_layernorm_fwd_957e094e3d36, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_25d7429d20d8, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_ef2927862fec, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_38102e05a8d6, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_019d5b367ce7, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_0445b60f2986, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_66165d8080a0, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_f8c509368bb2, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_54ccbe8a4875, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_layernorm_fwd_d1a571a9f010, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_e7fbec069495, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_a30fc9c7fff3, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_layernorm_fwd_0093aecff377, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
+  {(const void*)&normgen_layernorm_fwd_a8226163023a, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_1329b78163e7, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_9fcafd1ab45f, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_d9096c89b999, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_dbd88a9fa6fb, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_031e5ccb6266, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_layernorm_fwd_b7623e657ce6, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_5dd83cf0e598, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_c4e5a4e188a7, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_a84c61a3ac6d, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_8c861015c534, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
+  {(const void*)&normgen_layernorm_fwd_f7ad901a1cd7, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_153372751ac5, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_85f554499a6c, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_604fac66e4d0, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_42610d8a685c, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_ae168dde45d7, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_626220e38260, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_ab28c53e36b2, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_534c2e01e189, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_layernorm_fwd_f090ad98a374, 1, 128, 4, 128, 8, 8, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i8.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_d2028f191387, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_cb440c662efa, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_82f021bc42e6, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_layernorm_fwd_7b29acd0b5a2, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_40e08be58340, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_b6ea97e91b1d, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_387ee3767568, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_a7e40ab0073c, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_35849c3d3fdc, 4, 128, 4, 128, 8, 16, 4, 81920, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_defb6b5fccf6, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_fc3c55aed442, 2, 256, 4, 256, 0, 4, 4, 0, 65536 },  // smem.t256.v4.tpr256.c4.h65536
+  {(const void*)&normgen_layernorm_fwd_1bcd471cfac5, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_6b2aa8a47277, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_4dea53556b4c, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_b3d0953209ac, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_05dbcc49beb2, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_728867c14133, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_fc6c1e8bf93e, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_45877bb26476, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_c4c3a4b8d7e3, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_dca35413cc01, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_c8a23a8778a1, 4, 512, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_56c0f3518da8, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_c0460d40555f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_f4b1bf62718f, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_71ec4face410, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_56609af09121, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_8b50f37d6544, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_1d979b8775f1, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_8b3461ec4dcf, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_c644004464e1, 4, 512, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t512.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_75c127597831, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5662656968b0, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_52526c9c1bbc, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_545d4c0e65d1, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
+  {(const void*)&normgen_rmsnorm_fwd_4430fa7a12ad, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_557d8a73372d, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a16ef9fc48ad, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_cd4a27231a9c, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_2400aec9d74b, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_6c31f6839435, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_deb3a256b3bb, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6d92611cb234, 4, 128, 8, 64, 3, 1, 2, 12288, 0 },  // ring.t128.v8.tpr64.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_610f40e97822, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_14866f5f6a6e, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bc6d0439f624, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_e22d918de4ba, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0dd058980eac, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_907e23919145, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0837bcfdd98e, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c4cc0407ef88, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_c5f52ae5405b, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_38a4059fa4be, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_b29818a8b452, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_5ec5ee4313b5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8bedd3ff5fec, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2af4009acbd6, 4, 512, 8, 128, 3, 1, 2, 73728, 0 },  // ring.t512.v8.tpr128.i3.s3
+  {(const void*)&normgen_rmsnorm_fwd_8a22694d704e, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5d5a94c6fce8, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_622354eac986, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9d8512f0e4f6, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_9e61d1bdb9f4, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_3a1925b6b2d5, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_bd608075a937, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ddb42f1bb26b, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_eea611ec6235, 0, 256, 8, 128, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_08a021953411, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d40091e36935, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_96add05d32e5, 4, 256, 8, 256, 2, 1, 2, 24576, 4096 },  // ring.t256.v8.tpr256.i2.s3.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4ea61040a7ac, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d8ef2ccf52cf, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_638faef6c259, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_34e4b2518f3c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_a7df8e3c3478, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_bf8660c239de, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_515c97767db4, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_4c84d32bdcb4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_efb2b9646b1e, 4, 512, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t512.v8.tpr256.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_7b670d07ea88, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_50719c4d7997, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_5b4f2c7b18aa, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_adae063b2a4d, 4, 256, 8, 256, 3, 1, 2, 24576, 6144 },  // ring.t256.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0fa7df2ea253, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c5016895bc86, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_69a4c56a26ac, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ad61dd505f6b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.early
+  {(const void*)&normgen_rmsnorm_fwd_ec8c5adc3784, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s3.h7168
+  {(const void*)&normgen_rmsnorm_fwd_235243ebd32e, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
+  {(const void*)&normgen_rmsnorm_fwd_aeedc7699344, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3158332b0bab, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_c2691dcc6661, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bb2f2c2ffc70, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_017d39821c8b, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_09105838b911, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_7c620679fb46, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e0fd8319a695, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_beff22cff87e, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d9781d5e01ab, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bb3d30a55c42, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_fdcc08ca4717, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0985fe645f81, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_f622184adca9, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_597a965fa3e2, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_46a7937cf81d, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s2.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0201ec3b492b, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_841d4df97b1a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_7a3dfcc23dde, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b30ba542fb48, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_88f4deca097f, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_dcd326a85ca8, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_89207e5e373b, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_e939d82f2b10, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_61dca78ab0b3, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_992834cd8834, 4, 512, 8, 512, 4, 1, 2, 65536, 16384 },  // ring.t512.v8.tpr512.i4.s2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6d402411b777, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b944ed14185c, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d16a2848f0ab, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_097197f72141, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d1ac926ebb43, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_559820eb7cad, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_46545460a3cc, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_582c2570f886, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_de38d5404714, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6e4a1db7bc2f, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_d747647fded5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4716cdd10a72, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6ba4486a5da1, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8ff299647e00, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_02361e540146, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e6274dfe06c8, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_9d9e9bcd6b36, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_347a8353f858, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_dcc310384121, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_79903be6fd39, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_90e0f2b9ae58, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_bd3748e30403, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_ef760b911098, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_45549e3fad77, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_f9aa29c4d3c3, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_1d598612b257, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_51b48fa0de2d, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_f3ea47888633, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_6c516357f476, 4, 128, 8, 16, 4, 1, 2, 50176, 512 },  // ring.t128.v8.tpr16.i4.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_e489b82e7b64, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_cc263c2ea557, 4, 128, 8, 128, 1, 1, 2, 12288, 768 },  // ring.t128.v8.tpr128.i1.s3.h768
+  {(const void*)&normgen_rmsnorm_fwd_7a9d499a259b, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_c0ae58a659ef, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_3c48a77ac268, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_32269d0ba9f4, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d846684f50f9, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_24253dd000f2, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_03e994180bb0, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_24e7ed3a4bde, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_12d3859842b6, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6d90d6376023, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_490bc4da92a1, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_3111ea81e32d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3a19276064f5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c06fdfa70b5a, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0abd1743e8cc, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_1c42712ef46e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_df6382038338, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4f80d401687e, 4, 256, 8, 256, 2, 1, 2, 32768, 2560 },  // ring.t256.v8.tpr256.i2.s2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f54933678988, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2170f3e0d4a9, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9684e703eb5a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e89768169979, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7205c7665b18, 4, 256, 8, 256, 2, 1, 2, 32768, 3072 },  // ring.t256.v8.tpr256.i2.s2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_73c70116dfe9, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_4286c8ce2661, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_476d3db7c8e7, 0, 128, 8, 128, 2, 2, 2, 0, 4096 },  // regs.t128.v8.tpr128.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ba75c9bba2a2, 4, 128, 8, 128, 4, 1, 2, 57344, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_387c0989a09f, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_446f4c9e802e, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2bf4e7ad6f0a, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_e6e030e66e4a, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_c8aa1a5ac19a, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_fbdd5cac1ab7, 4, 256, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t256.v8.tpr256.i3.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_54f3c8f05863, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_212599717b41, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1092579b378f, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_fb0df85509f4, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f64b66d647a9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_1745f1471c50, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9ad01a7382ad, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_5fb79d7a36e2, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_625fb89c85e6, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_bb0caf3db1f1, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s2.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6b2bc5340146, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1234bc1a58c1, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_1962be041a53, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_da79080b7387, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6e679ab088e4, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_ae2be092ce8e, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_235fdaa3b908, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b0efb56ecdca, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_38c24d6daa34, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2a724c5f0846, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0bd22b3de988, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_639a244aa091, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_39bf9f756446, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_243e11c1c7a5, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_605c0eaf7dfe, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_343f6e14480d, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_02d09e0c9b0b, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6f07e5b8cb66, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_9f56b9ee65b8, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_84e9ddbf7975, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_1f0eddcc6297, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3a4585177e1, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_ceeaef13e6dc, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_fa485b576244, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d8126e310354, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_f6f0679dadb8, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_ef1e53f3c2bf, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f9d50e4e0e31, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_38545942838a, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a3fb11364229, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_79d8b8026406, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_6548cf3d3c3d, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_2e5c442f5683, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f0096909edff, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8bd52997e8b9, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_ec51fdcb7cd6, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e16a89dc2d58, 4, 256, 8, 256, 4, 16, 2, 147456, 131072 },  // ring.t256.v8.tpr256.i4.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_750b3962a099, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0d201b00234a, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_aabcdee65708, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ab119df133fe, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_76c7cf405746, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_8ce6d910fcd4, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_26e427b0cbc4, 4, 128, 8, 32, 2, 1, 2, 9216, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_53d52af85b6c, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_802134bc01a2, 4, 256, 8, 16, 4, 1, 2, 33792, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_133ac118dcec, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_1a3842ad1eed, 4, 128, 8, 128, 1, 1, 2, 6144, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_156155f675e4, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_d7e65c6fd483, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_9eaddf9a6d70, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
+  {(const void*)&normgen_rmsnorm_fwd_0134e8d69b65, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_1557266843f2, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a152b0c8b6b5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_d61123b4e592, 4, 512, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_cffb29614d22, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5117ea26da21, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_89708b53d2f2, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_92c49ed9b991, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_1e6d10d0b758, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_feadc568e6e4, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4d839382176a, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_85838c0efa76, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_74cd4861d0cc, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_90d55a2cf4bb, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2070ce5f2b95, 4, 256, 8, 32, 8, 1, 2, 102400, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_dccdaf68b188, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_9806e70c8c6c, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_bb114a0655e6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_e8f51efc819a, 4, 128, 8, 128, 3, 1, 2, 18432, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6ab9d4431ccc, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_3eed9cd0c1e8, 4, 512, 8, 128, 3, 1, 2, 73728, 0 },  // ring.t512.v8.tpr128.i3.s3
+  {(const void*)&normgen_rmsnorm_fwd_9289284f97bf, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_69f974427431, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_b8ee83330efd, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_5f7865b741e9, 4, 256, 8, 64, 6, 1, 2, 55296, 3072 },  // ring.t256.v8.tpr64.i6.s2.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_cf8b293f8a1c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_728ca8a094ce, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d15c168933d5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_d3af2f3d219e, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_82b6991e790d, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ca0141d5c2a2, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_b02e09ba43ab, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9d16383cff06, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_911ecfa4e43c, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_3c1e6a659ea5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_39e2866bfdf9, 4, 512, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t512.v8.tpr256.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_68e335dd02d9, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_54ca55ad7833, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_533e04de8c16, 4, 256, 8, 256, 3, 1, 2, 24576, 6144 },  // ring.t256.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3c1da0819356, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b79f31b7621a, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8e8d78944c46, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_2c772f3c7539, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_3db20805f8a2, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_rmsnorm_fwd_68385379404b, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d84c8920630a, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_7c1dd4d18e70, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_542c28010315, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a4838adfc55e, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_ac833a2c91ae, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0e1a7c81f199, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_15662ed67101, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_55ca7e5fe849, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5022e9c8ffb3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_51692ebd8eb4, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_e88c5469dece, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_daa49d107952, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_1caccf451782, 4, 512, 8, 512, 3, 1, 2, 49152, 12288 },  // ring.t512.v8.tpr512.i3.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_759532a9ae21, 4, 512, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr256.i6.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ea99d44b7411, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7dfd7b0c280d, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
+  {(const void*)&normgen_rmsnorm_fwd_d1306b2ecabd, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b218d025d6ee, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_17b6e94980a5, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_bdee9fd64d12, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_83138c0dae3f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_bcd08cea707e, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s2.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_38b99dc26fba, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.h16384
+  {(const void*)&normgen_rmsnorm_fwd_e52b0995082f, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_727665500d4b, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_6c4c840c6819, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
+  {(const void*)&normgen_rmsnorm_fwd_aba55d5c7d0e, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f5bf41ec6d8b, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_69340e9ec680, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_205b1dc83f11, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_b560c74858e7, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d7e9d6d3dd20, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7eda78939e46, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_95be443ffbc1, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
+  {(const void*)&normgen_rmsnorm_fwd_98e8941383b7, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5540d6dc9e6c, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_bbe1f6a9b7d4, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c90e42d1acfd, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_bb6f36a87a54, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0d373a6fa164, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_0783ecbb88d0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_44fc4b105518, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_805e9c7f27fd, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f8fd69e6431c, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_98f37f31fcf3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_cb1bbcacfa8b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_90ee9d6ac18d, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a08a0a4b788e, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_f730f56f221a, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_511b1fb32a34, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_76338fc3ac41, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_58a7c8ccb2cb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_fbc21ec715e5, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_ccb826e18b4f, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_6166c2697e2e, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_4144c486d8b4, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_6ff60df8d19e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_cd8886c1d164, 4, 128, 8, 64, 2, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr64.i2.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_32b9bd24609c, 4, 256, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t256.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_fd0855ad16ac, 0, 512, 8, 32, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr32.i4
+  {(const void*)&normgen_rmsnorm_fwd_69e1b566ab36, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_49e1a2f0c790, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_dbc2712030d3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ec2edd057fc5, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d2d4aec71ae2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_de3f4e25b028, 4, 512, 8, 256, 1, 1, 2, 36864, 2048 },  // ring.t512.v8.tpr256.i1.s2.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7590a78fac6c, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_62241ac0d8ed, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_0dce12dd28c8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_550d5473367c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_8ee2ff4e4078, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d7825f3ad021, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_50792e9de0c1, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_4f2cff28f015, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_6872cfce2aad, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_279abfa71e51, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c8238d4c01a8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_447498a766e3, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b4a5e3d656f5, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c13addfca695, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_b01772906ce2, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b4af8e9334fc, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_2c86e1e11361, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_a0fafc7f637b, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_705645fac1be, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_462f1d2d105e, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d9211dc439cd, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_4121b9410373, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_41f23960edf1, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_36e4695027c1, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_64470f529119, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_03d4d85dc449, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a01c5759a60f, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_f9738f4457b2, 4, 1024, 8, 512, 2, 1, 2, 212992, 6144 },  // ring.t1024.v8.tpr512.i2.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3f38255960f1, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ad3d9c3bc284, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_df90534b4102, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_1a4813f843de, 4, 128, 8, 128, 7, 1, 2, 100352, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_rmsnorm_fwd_46355c378a75, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_3e6cb855818f, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_a8a930d6a2a1, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_88d551ac9268, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9ffe64252c69, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7700b221ef7d, 4, 128, 8, 128, 8, 1, 2, 114688, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_0c384cdd88bb, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_db04e51b2e08, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
+  {(const void*)&normgen_rmsnorm_fwd_44ac409927d3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_bbe5cbb6c267, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_1a8b58a12b77, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f04f15697152, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ade2ca085717, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_dd953cde2f3c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fbb58694af9b, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_716dd662a5bb, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1a6ed54e57d2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_fd4f3e489f42, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_8cb3969a0745, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_02a5016d2deb, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2634ac8d6fd6, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_79b3dbeb84d5, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c2f2b8969d77, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_62f66a8ae1fd, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e1f5b7d3b4c8, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_313164fd9735, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5d364fe14cbb, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
+  {(const void*)&normgen_rmsnorm_fwd_608468c7cded, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_8d523f17a0f2, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_d769a65af97b, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_cb10ac581dc4, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_5013057f8537, 4, 256, 8, 256, 8, 4, 2, 229376, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_rmsnorm_fwd_2bef99226fb6, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_159e076ca31f, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d8a7724b5480, 4, 256, 8, 256, 4, 16, 2, 147456, 131072 },  // ring.t256.v8.tpr256.i4.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_1eeeb71516fd, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d304a446fc42, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d42710d7c3df, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_bd7208629a25, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_bb7d711cd719, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_5a47ab49f6f7, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_79c8f09d84d0, 1, 128, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_5730470b9fb8, 1, 128, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_1c6e36b91002, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_66bd76d7e73a, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_e721f239e663, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_d4ac20193436, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_f4b0c59d51bc, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_613e1ff3557f, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_f4de82639f71, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_cdd8c73cb9d2, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_af8ee21859ac, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_4d1fc5164ecd, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_0099e1bb71e4, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_df6170cf0afc, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5575e0740c07, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_15439a9d51f5, 1, 512, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t512.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_67d189e47a09, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_2714181e0bc8, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d87109e47d11, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_21b5d612a5c3, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_cfdc469968ec, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_2b631b619054, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_21fcf48ac1ca, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_5521b07c122f, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_81a2b6e7e49c, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_63709aa38d97, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_548b108fc1f9, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_5939407aaf93, 1, 512, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_1bab9d26fbba, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_b97d62c3c43c, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128
+  {(const void*)&normgen_rmsnorm_fwd_c84ebd8ec5ed, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d6875d922b78, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_1bee0d1dc599, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_a6092f050b87, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_d4f9f48c4d45, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3d4d21724beb, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_2f38939a1266, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_28b50d9a7919, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_cce354a37d3c, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_5ab15159a1d6, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
+  {(const void*)&normgen_rmsnorm_fwd_8a7da1111f36, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2c4d02e03f9b, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_6cc08b6cd3f7, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
+  {(const void*)&normgen_rmsnorm_fwd_b9f3cce29bbb, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_6d67a033728a, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b3546c88718d, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_3213290a6053, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2d7a09f91136, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_853ce973de7a, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ac9e8bda7cb6, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_e6ac8a4e4883, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_160f18f6dbff, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_cb857735d7cc, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_96879fa9427b, 1, 512, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_b95668e28b73, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_db4c33cfd59f, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_295eca8f1b23, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4d93503b8832, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_0bd1ba5ab262, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_0310a7c46049, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_20dc452677e3, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_2cdb685d076d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_5fc9b5e93a08, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_37f3a82e7ad8, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_96dfc207e79a, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_e84874e807ff, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_5f1c179e6020, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ff3dc7ce0d71, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_56c8c286dfbc, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_21f7b11fb4e8, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ae3fca6e5f0b, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8f4bd8826380, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bf82c6077656, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_a322cd808198, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e58bce4366b9, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3eaeb23fea83, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1ec66cf5f4fc, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_511b0f0db2b5, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_95a6611d1b97, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_d3ccd568eba3, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_9819799b3d80, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_69dc58accdf5, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_rmsnorm_fwd_6aeff83549eb, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_9aae11802589, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_96b19fe084ea, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_e694158f90d2, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_75177e14193f, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_34cf7af76cf8, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c95c439bbb86, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_c9c7eeb48b0e, 1, 256, 4, 256, 4, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_0e17072c7662, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_61d41f38559e, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_8b1c62d55bbf, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_61e27456d6db, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_52679660a4e9, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_d356496f9785, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_840f81f58943, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ad260479b3c3, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_8fc6f2f9238b, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_181a69f56987, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_5e9c21f7f06e, 0, 64, 4, 64, 16, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i16.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6deb2cd0f091, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9820a6a86eb1, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_83177a0e5756, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_1cff16cb2645, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ec0460472b85, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_ecde66352f70, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_8733e1fde5dc, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_b28294dab1f2, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_42bd73b2b17c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_1518f105fc31, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_859bb02fa377, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7b7203cbb359, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_4eca4d20cdd1, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_acdfb41aa6ee, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_9065f42c3c9b, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_2613b19bc4c0, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_02237e6106eb, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_55297f1dd7be, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_e54a32d02293, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_36c6cd97c4c0, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_55c60ae4e499, 1, 1024, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_e5c693a2b1a7, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_8abbc2235ba5, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_8c945fa917f3, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_898f0ac7c30c, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap2048.h1536
+  {(const void*)&normgen_rmsnorm_fwd_35830cc1c115, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_aa14580481d7, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_f0b031cd623a, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d3631da85be1, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4fb71e9faef1, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_2c836504c0c3, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_279f2dff2adc, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_f63e4202ec02, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_69618793009e, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_1ea7841c975d, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_e4c12235c32f, 1, 512, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9d56b0bd31fc, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_29241102ad98, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_90bcfa2f95aa, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b64c86b29393, 1, 512, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_1069fa02e6e5, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_5f85d4c63597, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_56f17a8e6227, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_0897542553ae, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_cb920044da17, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3ca66a070dda, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_985a6404047a, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fbbd20e3eaeb, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_50a2e04e6c9b, 0, 1024, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4aee510697d8, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_5021e2a332cc, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_f3f73f2d6d07, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_29b20d3283af, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4af4373482c0, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_05489f6b83a4, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_ee03521b01b9, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4208cdfd4ef6, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c6316176bdb3, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_b1805bd6c771, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_269a02381e20, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_56978919af25, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3b76d200ec59, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_67a3cb8ffd96, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_37d6c442a43d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_913a897a9b30, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_586cc43ef5b3, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_437ccfba4ef4, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_466480c1ebbb, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_f2311674f3e3, 2, 1024, 4, 1024, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr1024.h7168
+  {(const void*)&normgen_rmsnorm_fwd_62ac978cdb63, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a073c5fcd2c7, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_74b76526d20e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_acf559c919ee, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3b6b2dfbb1cd, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2021925405e1, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e5fc611287d0, 2, 512, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t512.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5964917169cb, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_bd7696912277, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_067d668e43bc, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_d73096e4caf7, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_64eb8764c1b3, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_d1c8247dd89d, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_b55a640eba8b, 0, 1024, 4, 1024, 3, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i3
+  {(const void*)&normgen_rmsnorm_fwd_f69f9500d3f2, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_243c3cf1fc91, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_164d18cdbe7c, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5e34a8596066, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_71c9d616fb7e, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_9df4e377b21e, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_d037557f6e76, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
+  {(const void*)&normgen_rmsnorm_fwd_79ec060966ea, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_2f3adb6fbf4f, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_c01711f04b95, 2, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_61329fffafdf, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_65f212bda18a, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_d8d010bd9450, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_da93944fd6b4, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f9e05603b984, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_1b332ab9df7c, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_8fdc993e3b32, 2, 512, 4, 512, 0, 4, 4, 0, 32768 },  // smem.t512.v4.tpr512.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ed5ba8e7f2c5, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_59b69cbf9925, 2, 1024, 4, 1024, 0, 2, 4, 0, 32768 },  // smem.t1024.v4.tpr1024.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d716685d5c4c, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9768cfc69a34, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_84714c3d17d0, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_105f2b92fca1, 4, 256, 4, 256, 8, 8, 4, 229376, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ca3b60dd6052, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_e0ab97dbc7fc, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_d8de52e04c3b, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f7df6d47e741, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_4462397dab05, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a80899a05b40, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
+  {(const void*)&normgen_rmsnorm_fwd_ec5ba69a66a4, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1882,22 +1890,22 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 113 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 209 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 309 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 421 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 517 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 617 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 707 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 817 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 924 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 109 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 205 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 307 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 428 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 519 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 620 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 711 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 827 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 928 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
 // the variant that stands for other hidden sizes (the winner may be compiled for this one);
-// release_late: on this tuned shape the variant releases the next grid after its wait
-// (NormgenFwdParams::release_late), as it timed faster so.
-struct Entry { int spec; int64_t hidden, rows; int variant, portable, release_late; };
+// release_at: where on this tuned shape the variant releases the next grid, as it timed
+// fastest so (NormgenFwdParams::release_at: 0 at its start, 1 after its wait, 2 at its exit).
+struct Entry { int spec; int64_t hidden, rows; int variant, portable, release_at; };
 const Entry kEntries[] = {
   // NVIDIA H200
   { 0, 512, 1, 0, 1, 0 },
@@ -1912,1218 +1920,1218 @@ const Entry kEntries[] = {
   { 0, 768, 8, 6, 7, 0 },
   { 0, 768, 32, 6, 7, 0 },
   { 0, 768, 128, 6, 1, 0 },
-  { 0, 768, 512, 8, 1, 0 },
+  { 0, 768, 512, 8, 1, 1 },
   { 0, 768, 2048, 9, 1, 0 },
   { 0, 768, 8192, 10, 1, 0 },
   { 0, 768, 32768, 11, 1, 0 },
   { 0, 1024, 1, 12, 1, 0 },
   { 0, 1024, 8, 12, 1, 0 },
   { 0, 1024, 32, 12, 1, 0 },
-  { 0, 1024, 128, 13, 1, 1 },
-  { 0, 1024, 512, 14, 1, 1 },
-  { 0, 1024, 2048, 15, 1, 0 },
-  { 0, 1024, 8192, 16, 1, 1 },
-  { 0, 1024, 32768, 17, 1, 0 },
-  { 0, 1536, 1, 18, 19, 0 },
-  { 0, 1536, 8, 18, 19, 0 },
-  { 0, 1536, 32, 20, 1, 0 },
-  { 0, 1536, 128, 21, 1, 1 },
-  { 0, 1536, 512, 20, 1, 0 },
-  { 0, 1536, 2048, 22, 1, 0 },
-  { 0, 1536, 8192, 23, 1, 1 },
-  { 0, 1536, 32768, 22, 1, 0 },
-  { 0, 2048, 1, 24, 1, 0 },
-  { 0, 2048, 8, 24, 1, 0 },
-  { 0, 2048, 32, 25, 1, 0 },
-  { 0, 2048, 128, 24, 1, 1 },
-  { 0, 2048, 512, 25, 1, 0 },
-  { 0, 2048, 2048, 26, 1, 1 },
-  { 0, 2048, 8192, 27, 1, 0 },
-  { 0, 2048, 32768, 28, 1, 0 },
-  { 0, 2560, 1, 29, 30, 1 },
-  { 0, 2560, 8, 31, 30, 0 },
-  { 0, 2560, 32, 29, 30, 1 },
-  { 0, 2560, 128, 31, 32, 1 },
-  { 0, 2560, 512, 33, 30, 0 },
-  { 0, 2560, 2048, 34, 30, 1 },
-  { 0, 2560, 8192, 35, 30, 0 },
-  { 0, 2560, 32768, 35, 36, 0 },
-  { 0, 3072, 1, 37, 30, 1 },
-  { 0, 3072, 8, 37, 30, 0 },
-  { 0, 3072, 32, 37, 38, 1 },
-  { 0, 3072, 128, 39, 32, 1 },
-  { 0, 3072, 512, 40, 30, 0 },
-  { 0, 3072, 2048, 41, 30, 0 },
-  { 0, 3072, 8192, 42, 30, 0 },
-  { 0, 3072, 32768, 42, 30, 0 },
-  { 0, 4096, 1, 43, 30, 0 },
-  { 0, 4096, 8, 43, 30, 1 },
-  { 0, 4096, 32, 44, 30, 1 },
-  { 0, 4096, 128, 45, 32, 1 },
-  { 0, 4096, 512, 46, 30, 0 },
-  { 0, 4096, 2048, 47, 30, 0 },
-  { 0, 4096, 8192, 48, 30, 0 },
-  { 0, 4096, 32768, 49, 30, 0 },
-  { 0, 5120, 1, 50, 51, 1 },
-  { 0, 5120, 8, 50, 51, 1 },
-  { 0, 5120, 32, 52, 51, 1 },
-  { 0, 5120, 128, 53, 51, 1 },
-  { 0, 5120, 512, 54, 51, 1 },
-  { 0, 5120, 2048, 55, 51, 0 },
-  { 0, 5120, 8192, 56, 51, 0 },
-  { 0, 5120, 32768, 56, 57, 0 },
-  { 0, 6144, 1, 58, 51, 1 },
-  { 0, 6144, 8, 58, 51, 1 },
-  { 0, 6144, 32, 59, 51, 1 },
-  { 0, 6144, 128, 60, 51, 1 },
-  { 0, 6144, 512, 59, 51, 0 },
-  { 0, 6144, 2048, 61, 51, 1 },
-  { 0, 6144, 8192, 62, 51, 0 },
-  { 0, 6144, 32768, 62, 51, 0 },
-  { 0, 7168, 1, 63, 64, 1 },
-  { 0, 7168, 8, 63, 65, 1 },
-  { 0, 7168, 32, 66, 67, 1 },
-  { 0, 7168, 128, 63, 64, 1 },
-  { 0, 7168, 512, 68, 65, 0 },
-  { 0, 7168, 2048, 69, 65, 0 },
-  { 0, 7168, 8192, 68, 65, 0 },
-  { 0, 7168, 32768, 68, 65, 0 },
-  { 0, 8192, 1, 70, 71, 0 },
-  { 0, 8192, 8, 70, 65, 1 },
-  { 0, 8192, 32, 72, 67, 1 },
-  { 0, 8192, 128, 73, 65, 1 },
-  { 0, 8192, 512, 74, 65, 0 },
-  { 0, 8192, 2048, 74, 65, 0 },
-  { 0, 8192, 8192, 75, 65, 0 },
-  { 0, 8192, 32768, 75, 65, 0 },
-  { 0, 12288, 1, 76, 77, 1 },
-  { 0, 12288, 8, 76, 78, 1 },
-  { 0, 12288, 32, 79, 80, 1 },
-  { 0, 12288, 128, 76, 81, 1 },
-  { 0, 12288, 512, 82, 81, 1 },
-  { 0, 12288, 2048, 83, 81, 0 },
-  { 0, 12288, 8192, 83, 81, 0 },
-  { 0, 12288, 32768, 84, 81, 0 },
-  { 0, 16384, 1, 85, 86, 1 },
-  { 0, 16384, 8, 85, 87, 1 },
-  { 0, 16384, 32, 85, 88, 1 },
-  { 0, 16384, 128, 89, 88, 1 },
-  { 0, 16384, 512, 90, 88, 0 },
-  { 0, 16384, 2048, 91, 88, 0 },
-  { 0, 16384, 8192, 92, 88, 0 },
-  { 0, 16384, 32768, 92, 88, 0 },
-  { 0, 32768, 1, 93, 94, 0 },
-  { 0, 32768, 8, 93, 94, 1 },
-  { 0, 32768, 32, 95, 94, 1 },
-  { 0, 32768, 128, 96, 94, 1 },
-  { 0, 32768, 512, 97, 94, 0 },
-  { 0, 32768, 2048, 98, 94, 0 },
-  { 0, 32768, 8192, 99, 100, 0 },
-  { 0, 32768, 32768, 99, 100, 0 },
-  { 0, 65536, 1, 101, 94, 1 },
-  { 0, 65536, 8, 101, 102, 1 },
-  { 0, 65536, 32, 103, 94, 1 },
-  { 0, 65536, 128, 104, 94, 0 },
-  { 0, 65536, 512, 105, 94, 0 },
-  { 0, 65536, 2048, 106, 94, 0 },
-  { 0, 65536, 8192, 107, 107, 0 },
-  { 0, 65536, 32768, 107, 107, 0 },
-  { 0, 131072, 1, 108, 109, 1 },
-  { 0, 131072, 8, 108, 94, 1 },
-  { 0, 131072, 32, 110, 94, 1 },
-  { 0, 131072, 128, 110, 94, 0 },
-  { 0, 131072, 512, 111, 94, 0 },
-  { 0, 131072, 2048, 111, 94, 0 },
-  { 0, 131072, 8192, 111, 112, 0 },
-  { 0, 131072, 32768, 111, 112, 0 },
-  { 1, 512, 1, 114, 115, 0 },
-  { 1, 512, 8, 116, 115, 0 },
-  { 1, 512, 32, 116, 115, 0 },
-  { 1, 512, 128, 116, 115, 0 },
-  { 1, 512, 512, 114, 115, 0 },
-  { 1, 512, 2048, 117, 115, 0 },
-  { 1, 512, 8192, 118, 115, 0 },
-  { 1, 512, 32768, 119, 115, 0 },
-  { 1, 768, 1, 120, 115, 1 },
-  { 1, 768, 8, 120, 115, 0 },
-  { 1, 768, 32, 121, 115, 0 },
-  { 1, 768, 128, 121, 115, 0 },
-  { 1, 768, 512, 121, 122, 0 },
-  { 1, 768, 2048, 123, 115, 0 },
-  { 1, 768, 8192, 124, 115, 0 },
-  { 1, 768, 32768, 125, 115, 0 },
-  { 1, 1024, 1, 126, 115, 0 },
-  { 1, 1024, 8, 126, 115, 0 },
-  { 1, 1024, 32, 126, 115, 0 },
-  { 1, 1024, 128, 127, 115, 1 },
-  { 1, 1024, 512, 127, 115, 1 },
-  { 1, 1024, 2048, 128, 115, 0 },
-  { 1, 1024, 8192, 129, 115, 1 },
-  { 1, 1024, 32768, 130, 115, 0 },
-  { 1, 1536, 1, 131, 115, 1 },
-  { 1, 1536, 8, 131, 115, 0 },
-  { 1, 1536, 32, 131, 115, 0 },
-  { 1, 1536, 128, 115, 115, 1 },
-  { 1, 1536, 512, 131, 115, 0 },
-  { 1, 1536, 2048, 132, 115, 1 },
-  { 1, 1536, 8192, 133, 115, 0 },
-  { 1, 1536, 32768, 132, 115, 0 },
-  { 1, 2048, 1, 134, 115, 1 },
-  { 1, 2048, 8, 134, 115, 0 },
-  { 1, 2048, 32, 134, 115, 0 },
-  { 1, 2048, 128, 135, 115, 1 },
-  { 1, 2048, 512, 134, 115, 0 },
-  { 1, 2048, 2048, 136, 115, 1 },
-  { 1, 2048, 8192, 137, 115, 0 },
-  { 1, 2048, 32768, 138, 115, 0 },
-  { 1, 2560, 1, 139, 140, 1 },
-  { 1, 2560, 8, 139, 140, 1 },
-  { 1, 2560, 32, 141, 140, 1 },
-  { 1, 2560, 128, 139, 140, 1 },
-  { 1, 2560, 512, 142, 140, 0 },
-  { 1, 2560, 2048, 141, 140, 0 },
-  { 1, 2560, 8192, 143, 140, 0 },
-  { 1, 2560, 32768, 143, 144, 0 },
-  { 1, 3072, 1, 145, 140, 1 },
-  { 1, 3072, 8, 145, 140, 1 },
-  { 1, 3072, 32, 146, 140, 1 },
-  { 1, 3072, 128, 145, 140, 1 },
-  { 1, 3072, 512, 147, 140, 0 },
-  { 1, 3072, 2048, 146, 140, 0 },
-  { 1, 3072, 8192, 148, 140, 0 },
-  { 1, 3072, 32768, 148, 140, 0 },
-  { 1, 4096, 1, 149, 140, 1 },
-  { 1, 4096, 8, 149, 140, 1 },
-  { 1, 4096, 32, 150, 140, 1 },
-  { 1, 4096, 128, 151, 140, 0 },
-  { 1, 4096, 512, 150, 140, 0 },
-  { 1, 4096, 2048, 152, 140, 1 },
-  { 1, 4096, 8192, 153, 140, 0 },
-  { 1, 4096, 32768, 154, 140, 0 },
-  { 1, 5120, 1, 155, 156, 1 },
-  { 1, 5120, 8, 155, 156, 1 },
-  { 1, 5120, 32, 157, 156, 1 },
-  { 1, 5120, 128, 158, 156, 0 },
-  { 1, 5120, 512, 157, 156, 1 },
-  { 1, 5120, 2048, 159, 156, 1 },
-  { 1, 5120, 8192, 160, 161, 0 },
-  { 1, 5120, 32768, 160, 156, 0 },
-  { 1, 6144, 1, 162, 156, 1 },
-  { 1, 6144, 8, 162, 156, 1 },
-  { 1, 6144, 32, 163, 156, 1 },
-  { 1, 6144, 128, 162, 156, 1 },
-  { 1, 6144, 512, 163, 156, 0 },
-  { 1, 6144, 2048, 164, 156, 1 },
-  { 1, 6144, 8192, 165, 156, 0 },
-  { 1, 6144, 32768, 165, 156, 0 },
-  { 1, 7168, 1, 166, 167, 1 },
-  { 1, 7168, 8, 166, 167, 1 },
-  { 1, 7168, 32, 168, 167, 1 },
-  { 1, 7168, 128, 166, 167, 1 },
-  { 1, 7168, 512, 169, 167, 0 },
-  { 1, 7168, 2048, 170, 167, 0 },
-  { 1, 7168, 8192, 169, 167, 0 },
-  { 1, 7168, 32768, 169, 167, 0 },
-  { 1, 8192, 1, 171, 167, 0 },
-  { 1, 8192, 8, 171, 172, 1 },
-  { 1, 8192, 32, 173, 167, 1 },
-  { 1, 8192, 128, 174, 167, 1 },
-  { 1, 8192, 512, 175, 167, 0 },
-  { 1, 8192, 2048, 175, 167, 0 },
-  { 1, 8192, 8192, 176, 167, 0 },
-  { 1, 8192, 32768, 176, 167, 0 },
-  { 1, 12288, 1, 177, 178, 1 },
-  { 1, 12288, 8, 177, 178, 1 },
-  { 1, 12288, 32, 179, 178, 1 },
-  { 1, 12288, 128, 180, 178, 1 },
-  { 1, 12288, 512, 181, 178, 1 },
-  { 1, 12288, 2048, 182, 178, 0 },
-  { 1, 12288, 8192, 182, 178, 0 },
-  { 1, 12288, 32768, 183, 178, 0 },
-  { 1, 16384, 1, 184, 185, 0 },
-  { 1, 16384, 8, 184, 185, 1 },
-  { 1, 16384, 32, 186, 185, 1 },
-  { 1, 16384, 128, 187, 185, 1 },
-  { 1, 16384, 512, 188, 185, 1 },
-  { 1, 16384, 2048, 187, 185, 0 },
-  { 1, 16384, 8192, 189, 185, 0 },
-  { 1, 16384, 32768, 189, 185, 0 },
-  { 1, 32768, 1, 190, 191, 1 },
-  { 1, 32768, 8, 192, 191, 1 },
-  { 1, 32768, 32, 193, 194, 1 },
-  { 1, 32768, 128, 195, 196, 1 },
-  { 1, 32768, 512, 197, 196, 0 },
-  { 1, 32768, 2048, 198, 196, 0 },
-  { 1, 32768, 8192, 199, 196, 0 },
-  { 1, 32768, 32768, 199, 196, 0 },
-  { 1, 65536, 1, 200, 196, 1 },
-  { 1, 65536, 8, 200, 196, 1 },
-  { 1, 65536, 32, 201, 196, 1 },
-  { 1, 65536, 128, 202, 196, 0 },
-  { 1, 65536, 512, 202, 196, 0 },
-  { 1, 65536, 2048, 203, 196, 0 },
-  { 1, 65536, 8192, 204, 196, 0 },
-  { 1, 65536, 32768, 204, 196, 0 },
-  { 1, 131072, 1, 205, 196, 1 },
-  { 1, 131072, 8, 205, 196, 1 },
-  { 1, 131072, 32, 206, 196, 1 },
-  { 1, 131072, 128, 206, 196, 0 },
-  { 1, 131072, 512, 206, 196, 0 },
-  { 1, 131072, 2048, 206, 196, 0 },
-  { 1, 131072, 8192, 207, 196, 0 },
-  { 1, 131072, 32768, 208, 196, 0 },
-  { 2, 512, 1, 210, 211, 0 },
-  { 2, 512, 8, 210, 211, 0 },
-  { 2, 512, 32, 210, 211, 0 },
-  { 2, 512, 128, 210, 211, 0 },
-  { 2, 512, 512, 210, 211, 0 },
-  { 2, 512, 2048, 212, 211, 1 },
-  { 2, 512, 8192, 213, 214, 0 },
-  { 2, 512, 32768, 215, 215, 0 },
-  { 2, 768, 1, 216, 211, 0 },
-  { 2, 768, 8, 216, 211, 0 },
-  { 2, 768, 32, 216, 211, 0 },
-  { 2, 768, 128, 216, 211, 1 },
-  { 2, 768, 512, 216, 211, 0 },
-  { 2, 768, 2048, 217, 218, 0 },
-  { 2, 768, 8192, 217, 219, 0 },
-  { 2, 768, 32768, 220, 221, 0 },
-  { 2, 1024, 1, 222, 211, 0 },
-  { 2, 1024, 8, 222, 211, 0 },
-  { 2, 1024, 32, 222, 211, 0 },
-  { 2, 1024, 128, 222, 211, 1 },
-  { 2, 1024, 512, 222, 211, 0 },
-  { 2, 1024, 2048, 223, 218, 1 },
-  { 2, 1024, 8192, 224, 211, 0 },
-  { 2, 1024, 32768, 224, 211, 0 },
-  { 2, 1536, 1, 225, 226, 0 },
-  { 2, 1536, 8, 225, 226, 0 },
-  { 2, 1536, 32, 227, 228, 0 },
-  { 2, 1536, 128, 229, 226, 1 },
-  { 2, 1536, 512, 225, 230, 0 },
-  { 2, 1536, 2048, 231, 226, 1 },
-  { 2, 1536, 8192, 232, 226, 0 },
-  { 2, 1536, 32768, 232, 226, 0 },
-  { 2, 2048, 1, 233, 226, 0 },
-  { 2, 2048, 8, 234, 226, 0 },
-  { 2, 2048, 32, 234, 226, 1 },
-  { 2, 2048, 128, 233, 226, 1 },
-  { 2, 2048, 512, 233, 226, 0 },
-  { 2, 2048, 2048, 234, 226, 1 },
-  { 2, 2048, 8192, 235, 226, 0 },
-  { 2, 2048, 32768, 236, 226, 0 },
-  { 2, 2560, 1, 237, 238, 0 },
-  { 2, 2560, 8, 237, 239, 0 },
-  { 2, 2560, 32, 237, 240, 1 },
-  { 2, 2560, 128, 237, 240, 1 },
-  { 2, 2560, 512, 237, 238, 0 },
-  { 2, 2560, 2048, 237, 241, 0 },
-  { 2, 2560, 8192, 241, 241, 0 },
-  { 2, 2560, 32768, 242, 241, 0 },
-  { 2, 3072, 1, 243, 241, 0 },
-  { 2, 3072, 8, 243, 241, 1 },
-  { 2, 3072, 32, 243, 240, 1 },
-  { 2, 3072, 128, 243, 240, 1 },
-  { 2, 3072, 512, 243, 238, 1 },
-  { 2, 3072, 2048, 244, 238, 0 },
-  { 2, 3072, 8192, 241, 241, 0 },
-  { 2, 3072, 32768, 241, 241, 0 },
-  { 2, 4096, 1, 245, 246, 1 },
-  { 2, 4096, 8, 245, 246, 1 },
-  { 2, 4096, 32, 245, 240, 1 },
-  { 2, 4096, 128, 247, 246, 1 },
-  { 2, 4096, 512, 247, 246, 1 },
-  { 2, 4096, 2048, 248, 246, 0 },
-  { 2, 4096, 8192, 248, 246, 0 },
-  { 2, 4096, 32768, 249, 250, 0 },
-  { 2, 5120, 1, 251, 252, 1 },
-  { 2, 5120, 8, 251, 253, 1 },
-  { 2, 5120, 32, 254, 255, 1 },
-  { 2, 5120, 128, 256, 255, 1 },
-  { 2, 5120, 512, 256, 252, 1 },
-  { 2, 5120, 2048, 251, 257, 0 },
-  { 2, 5120, 8192, 258, 257, 0 },
-  { 2, 5120, 32768, 258, 257, 0 },
-  { 2, 6144, 1, 259, 252, 1 },
-  { 2, 6144, 8, 259, 253, 1 },
-  { 2, 6144, 32, 260, 255, 1 },
-  { 2, 6144, 128, 261, 262, 1 },
-  { 2, 6144, 512, 261, 252, 1 },
-  { 2, 6144, 2048, 263, 263, 0 },
-  { 2, 6144, 8192, 263, 263, 0 },
-  { 2, 6144, 32768, 264, 262, 0 },
-  { 2, 7168, 1, 265, 266, 1 },
-  { 2, 7168, 8, 265, 266, 1 },
-  { 2, 7168, 32, 267, 268, 1 },
-  { 2, 7168, 128, 265, 266, 1 },
-  { 2, 7168, 512, 265, 266, 0 },
-  { 2, 7168, 2048, 269, 269, 0 },
-  { 2, 7168, 8192, 270, 266, 0 },
-  { 2, 7168, 32768, 270, 266, 0 },
-  { 2, 8192, 1, 271, 272, 1 },
-  { 2, 8192, 8, 271, 273, 1 },
-  { 2, 8192, 32, 271, 272, 1 },
-  { 2, 8192, 128, 271, 272, 0 },
-  { 2, 8192, 512, 274, 272, 0 },
-  { 2, 8192, 2048, 275, 272, 0 },
-  { 2, 8192, 8192, 276, 272, 0 },
-  { 2, 8192, 32768, 276, 272, 0 },
-  { 2, 12288, 1, 277, 278, 1 },
-  { 2, 12288, 8, 277, 279, 1 },
-  { 2, 12288, 32, 280, 281, 1 },
-  { 2, 12288, 128, 280, 281, 1 },
-  { 2, 12288, 512, 280, 282, 1 },
-  { 2, 12288, 2048, 283, 282, 0 },
-  { 2, 12288, 8192, 284, 282, 0 },
-  { 2, 12288, 32768, 284, 282, 0 },
-  { 2, 16384, 1, 285, 286, 1 },
-  { 2, 16384, 8, 285, 287, 1 },
-  { 2, 16384, 32, 285, 288, 1 },
-  { 2, 16384, 128, 289, 288, 0 },
-  { 2, 16384, 512, 289, 290, 0 },
-  { 2, 16384, 2048, 291, 288, 0 },
-  { 2, 16384, 8192, 292, 292, 0 },
-  { 2, 16384, 32768, 292, 292, 0 },
-  { 2, 32768, 1, 293, 250, 1 },
-  { 2, 32768, 8, 294, 250, 1 },
-  { 2, 32768, 32, 295, 250, 1 },
-  { 2, 32768, 128, 295, 250, 1 },
-  { 2, 32768, 512, 296, 250, 0 },
-  { 2, 32768, 2048, 297, 298, 0 },
-  { 2, 32768, 8192, 299, 299, 0 },
-  { 2, 32768, 32768, 299, 299, 0 },
-  { 2, 65536, 1, 300, 250, 1 },
-  { 2, 65536, 8, 301, 250, 1 },
-  { 2, 65536, 32, 301, 250, 1 },
-  { 2, 65536, 128, 302, 250, 0 },
-  { 2, 65536, 512, 302, 250, 0 },
-  { 2, 65536, 2048, 302, 250, 0 },
-  { 2, 65536, 8192, 303, 303, 0 },
-  { 2, 65536, 32768, 304, 303, 0 },
-  { 2, 131072, 1, 305, 250, 0 },
-  { 2, 131072, 8, 306, 307, 1 },
-  { 2, 131072, 32, 306, 307, 0 },
-  { 2, 131072, 128, 308, 250, 0 },
-  { 2, 131072, 512, 308, 250, 0 },
-  { 2, 131072, 2048, 308, 250, 0 },
-  { 2, 131072, 8192, 308, 250, 0 },
-  { 2, 131072, 32768, 308, 250, 0 },
-  { 3, 512, 1, 310, 311, 0 },
-  { 3, 512, 8, 312, 311, 0 },
-  { 3, 512, 32, 312, 311, 0 },
-  { 3, 512, 128, 312, 311, 0 },
-  { 3, 512, 512, 313, 311, 0 },
-  { 3, 512, 2048, 314, 311, 0 },
-  { 3, 512, 8192, 315, 311, 0 },
-  { 3, 512, 32768, 316, 311, 0 },
-  { 3, 768, 1, 317, 317, 1 },
-  { 3, 768, 8, 318, 317, 0 },
-  { 3, 768, 32, 318, 317, 0 },
-  { 3, 768, 128, 319, 311, 0 },
-  { 3, 768, 512, 320, 311, 0 },
-  { 3, 768, 2048, 321, 311, 0 },
-  { 3, 768, 8192, 322, 311, 0 },
-  { 3, 768, 32768, 323, 311, 0 },
-  { 3, 1024, 1, 317, 317, 1 },
-  { 3, 1024, 8, 324, 311, 0 },
-  { 3, 1024, 32, 324, 311, 0 },
-  { 3, 1024, 128, 324, 311, 0 },
-  { 3, 1024, 512, 325, 311, 0 },
-  { 3, 1024, 2048, 326, 311, 0 },
-  { 3, 1024, 8192, 327, 311, 1 },
+  { 0, 1024, 128, 12, 1, 0 },
+  { 0, 1024, 512, 13, 1, 0 },
+  { 0, 1024, 2048, 14, 1, 0 },
+  { 0, 1024, 8192, 15, 1, 1 },
+  { 0, 1024, 32768, 16, 1, 0 },
+  { 0, 1536, 1, 17, 18, 0 },
+  { 0, 1536, 8, 17, 18, 0 },
+  { 0, 1536, 32, 19, 1, 0 },
+  { 0, 1536, 128, 17, 1, 1 },
+  { 0, 1536, 512, 19, 1, 0 },
+  { 0, 1536, 2048, 20, 1, 1 },
+  { 0, 1536, 8192, 21, 1, 0 },
+  { 0, 1536, 32768, 20, 1, 0 },
+  { 0, 2048, 1, 22, 1, 0 },
+  { 0, 2048, 8, 22, 1, 0 },
+  { 0, 2048, 32, 23, 1, 0 },
+  { 0, 2048, 128, 22, 1, 1 },
+  { 0, 2048, 512, 23, 1, 0 },
+  { 0, 2048, 2048, 24, 1, 0 },
+  { 0, 2048, 8192, 25, 1, 0 },
+  { 0, 2048, 32768, 26, 1, 0 },
+  { 0, 2560, 1, 27, 28, 1 },
+  { 0, 2560, 8, 27, 28, 0 },
+  { 0, 2560, 32, 29, 28, 1 },
+  { 0, 2560, 128, 27, 30, 1 },
+  { 0, 2560, 512, 31, 28, 0 },
+  { 0, 2560, 2048, 32, 28, 0 },
+  { 0, 2560, 8192, 33, 28, 0 },
+  { 0, 2560, 32768, 33, 34, 0 },
+  { 0, 3072, 1, 35, 28, 1 },
+  { 0, 3072, 8, 35, 30, 0 },
+  { 0, 3072, 32, 35, 36, 1 },
+  { 0, 3072, 128, 35, 30, 1 },
+  { 0, 3072, 512, 37, 28, 0 },
+  { 0, 3072, 2048, 38, 28, 0 },
+  { 0, 3072, 8192, 39, 28, 0 },
+  { 0, 3072, 32768, 39, 28, 0 },
+  { 0, 4096, 1, 40, 28, 0 },
+  { 0, 4096, 8, 41, 28, 1 },
+  { 0, 4096, 32, 42, 28, 1 },
+  { 0, 4096, 128, 41, 43, 1 },
+  { 0, 4096, 512, 44, 28, 0 },
+  { 0, 4096, 2048, 45, 28, 1 },
+  { 0, 4096, 8192, 46, 28, 0 },
+  { 0, 4096, 32768, 47, 28, 0 },
+  { 0, 5120, 1, 48, 49, 1 },
+  { 0, 5120, 8, 48, 49, 1 },
+  { 0, 5120, 32, 50, 49, 1 },
+  { 0, 5120, 128, 51, 49, 1 },
+  { 0, 5120, 512, 52, 49, 0 },
+  { 0, 5120, 2048, 53, 49, 1 },
+  { 0, 5120, 8192, 54, 49, 0 },
+  { 0, 5120, 32768, 54, 55, 0 },
+  { 0, 6144, 1, 56, 49, 1 },
+  { 0, 6144, 8, 56, 49, 1 },
+  { 0, 6144, 32, 56, 49, 1 },
+  { 0, 6144, 128, 57, 49, 1 },
+  { 0, 6144, 512, 58, 49, 1 },
+  { 0, 6144, 2048, 59, 49, 0 },
+  { 0, 6144, 8192, 60, 49, 0 },
+  { 0, 6144, 32768, 61, 49, 0 },
+  { 0, 7168, 1, 62, 63, 1 },
+  { 0, 7168, 8, 62, 64, 1 },
+  { 0, 7168, 32, 65, 63, 1 },
+  { 0, 7168, 128, 62, 63, 1 },
+  { 0, 7168, 512, 66, 64, 0 },
+  { 0, 7168, 2048, 67, 64, 0 },
+  { 0, 7168, 8192, 66, 64, 0 },
+  { 0, 7168, 32768, 66, 64, 0 },
+  { 0, 8192, 1, 68, 69, 0 },
+  { 0, 8192, 8, 68, 64, 1 },
+  { 0, 8192, 32, 68, 64, 1 },
+  { 0, 8192, 128, 70, 64, 1 },
+  { 0, 8192, 512, 71, 64, 1 },
+  { 0, 8192, 2048, 71, 64, 0 },
+  { 0, 8192, 8192, 72, 64, 0 },
+  { 0, 8192, 32768, 72, 64, 0 },
+  { 0, 12288, 1, 73, 74, 0 },
+  { 0, 12288, 8, 73, 75, 1 },
+  { 0, 12288, 32, 76, 77, 1 },
+  { 0, 12288, 128, 73, 78, 1 },
+  { 0, 12288, 512, 79, 78, 0 },
+  { 0, 12288, 2048, 80, 78, 0 },
+  { 0, 12288, 8192, 80, 78, 0 },
+  { 0, 12288, 32768, 81, 78, 0 },
+  { 0, 16384, 1, 82, 83, 0 },
+  { 0, 16384, 8, 82, 84, 1 },
+  { 0, 16384, 32, 82, 84, 1 },
+  { 0, 16384, 128, 85, 84, 1 },
+  { 0, 16384, 512, 86, 84, 0 },
+  { 0, 16384, 2048, 87, 84, 0 },
+  { 0, 16384, 8192, 88, 84, 0 },
+  { 0, 16384, 32768, 88, 84, 0 },
+  { 0, 32768, 1, 89, 90, 1 },
+  { 0, 32768, 8, 89, 90, 1 },
+  { 0, 32768, 32, 91, 92, 1 },
+  { 0, 32768, 128, 93, 90, 1 },
+  { 0, 32768, 512, 94, 90, 0 },
+  { 0, 32768, 2048, 95, 90, 0 },
+  { 0, 32768, 8192, 96, 97, 0 },
+  { 0, 32768, 32768, 96, 97, 0 },
+  { 0, 65536, 1, 98, 90, 1 },
+  { 0, 65536, 8, 98, 90, 1 },
+  { 0, 65536, 32, 99, 90, 1 },
+  { 0, 65536, 128, 100, 90, 1 },
+  { 0, 65536, 512, 101, 90, 0 },
+  { 0, 65536, 2048, 102, 90, 0 },
+  { 0, 65536, 8192, 102, 103, 2 },
+  { 0, 65536, 32768, 103, 103, 0 },
+  { 0, 131072, 1, 104, 90, 1 },
+  { 0, 131072, 8, 104, 90, 1 },
+  { 0, 131072, 32, 105, 90, 1 },
+  { 0, 131072, 128, 105, 90, 0 },
+  { 0, 131072, 512, 106, 90, 0 },
+  { 0, 131072, 2048, 106, 90, 0 },
+  { 0, 131072, 8192, 106, 107, 2 },
+  { 0, 131072, 32768, 108, 107, 2 },
+  { 1, 512, 1, 110, 111, 0 },
+  { 1, 512, 8, 112, 111, 0 },
+  { 1, 512, 32, 112, 111, 0 },
+  { 1, 512, 128, 112, 111, 0 },
+  { 1, 512, 512, 112, 111, 0 },
+  { 1, 512, 2048, 113, 111, 0 },
+  { 1, 512, 8192, 114, 111, 0 },
+  { 1, 512, 32768, 115, 111, 0 },
+  { 1, 768, 1, 116, 111, 1 },
+  { 1, 768, 8, 116, 111, 0 },
+  { 1, 768, 32, 116, 111, 0 },
+  { 1, 768, 128, 116, 111, 0 },
+  { 1, 768, 512, 116, 111, 0 },
+  { 1, 768, 2048, 117, 111, 0 },
+  { 1, 768, 8192, 118, 111, 0 },
+  { 1, 768, 32768, 119, 111, 0 },
+  { 1, 1024, 1, 120, 111, 0 },
+  { 1, 1024, 8, 120, 111, 0 },
+  { 1, 1024, 32, 120, 111, 0 },
+  { 1, 1024, 128, 121, 111, 1 },
+  { 1, 1024, 512, 120, 111, 1 },
+  { 1, 1024, 2048, 122, 111, 0 },
+  { 1, 1024, 8192, 123, 111, 1 },
+  { 1, 1024, 32768, 124, 111, 0 },
+  { 1, 1536, 1, 125, 111, 0 },
+  { 1, 1536, 8, 125, 111, 0 },
+  { 1, 1536, 32, 125, 111, 0 },
+  { 1, 1536, 128, 125, 111, 1 },
+  { 1, 1536, 512, 125, 111, 0 },
+  { 1, 1536, 2048, 126, 111, 1 },
+  { 1, 1536, 8192, 127, 111, 1 },
+  { 1, 1536, 32768, 126, 111, 0 },
+  { 1, 2048, 1, 128, 111, 0 },
+  { 1, 2048, 8, 128, 111, 0 },
+  { 1, 2048, 32, 128, 111, 0 },
+  { 1, 2048, 128, 128, 111, 1 },
+  { 1, 2048, 512, 128, 111, 0 },
+  { 1, 2048, 2048, 129, 111, 1 },
+  { 1, 2048, 8192, 130, 111, 0 },
+  { 1, 2048, 32768, 131, 111, 0 },
+  { 1, 2560, 1, 132, 133, 1 },
+  { 1, 2560, 8, 134, 133, 1 },
+  { 1, 2560, 32, 132, 133, 1 },
+  { 1, 2560, 128, 135, 133, 1 },
+  { 1, 2560, 512, 135, 133, 0 },
+  { 1, 2560, 2048, 132, 133, 0 },
+  { 1, 2560, 8192, 136, 133, 0 },
+  { 1, 2560, 32768, 136, 133, 0 },
+  { 1, 3072, 1, 137, 133, 1 },
+  { 1, 3072, 8, 137, 133, 1 },
+  { 1, 3072, 32, 137, 133, 1 },
+  { 1, 3072, 128, 138, 133, 1 },
+  { 1, 3072, 512, 138, 133, 0 },
+  { 1, 3072, 2048, 137, 133, 1 },
+  { 1, 3072, 8192, 139, 133, 0 },
+  { 1, 3072, 32768, 139, 133, 0 },
+  { 1, 4096, 1, 140, 133, 1 },
+  { 1, 4096, 8, 140, 133, 1 },
+  { 1, 4096, 32, 140, 133, 1 },
+  { 1, 4096, 128, 141, 133, 1 },
+  { 1, 4096, 512, 142, 133, 0 },
+  { 1, 4096, 2048, 143, 133, 0 },
+  { 1, 4096, 8192, 144, 133, 0 },
+  { 1, 4096, 32768, 145, 133, 0 },
+  { 1, 5120, 1, 146, 147, 1 },
+  { 1, 5120, 8, 146, 147, 1 },
+  { 1, 5120, 32, 148, 147, 1 },
+  { 1, 5120, 128, 149, 147, 1 },
+  { 1, 5120, 512, 148, 147, 0 },
+  { 1, 5120, 2048, 150, 147, 1 },
+  { 1, 5120, 8192, 151, 152, 0 },
+  { 1, 5120, 32768, 151, 147, 0 },
+  { 1, 6144, 1, 153, 147, 1 },
+  { 1, 6144, 8, 153, 147, 1 },
+  { 1, 6144, 32, 154, 147, 1 },
+  { 1, 6144, 128, 155, 147, 1 },
+  { 1, 6144, 512, 154, 147, 0 },
+  { 1, 6144, 2048, 156, 147, 1 },
+  { 1, 6144, 8192, 157, 147, 0 },
+  { 1, 6144, 32768, 158, 147, 0 },
+  { 1, 7168, 1, 159, 160, 1 },
+  { 1, 7168, 8, 159, 160, 1 },
+  { 1, 7168, 32, 161, 160, 1 },
+  { 1, 7168, 128, 159, 160, 1 },
+  { 1, 7168, 512, 162, 160, 1 },
+  { 1, 7168, 2048, 163, 160, 0 },
+  { 1, 7168, 8192, 164, 160, 0 },
+  { 1, 7168, 32768, 164, 160, 0 },
+  { 1, 8192, 1, 165, 160, 0 },
+  { 1, 8192, 8, 165, 160, 1 },
+  { 1, 8192, 32, 166, 160, 1 },
+  { 1, 8192, 128, 167, 160, 1 },
+  { 1, 8192, 512, 168, 160, 0 },
+  { 1, 8192, 2048, 168, 160, 0 },
+  { 1, 8192, 8192, 169, 160, 0 },
+  { 1, 8192, 32768, 169, 160, 0 },
+  { 1, 12288, 1, 170, 171, 1 },
+  { 1, 12288, 8, 170, 171, 1 },
+  { 1, 12288, 32, 172, 171, 1 },
+  { 1, 12288, 128, 173, 171, 1 },
+  { 1, 12288, 512, 174, 171, 0 },
+  { 1, 12288, 2048, 175, 171, 0 },
+  { 1, 12288, 8192, 175, 171, 0 },
+  { 1, 12288, 32768, 176, 171, 0 },
+  { 1, 16384, 1, 177, 178, 0 },
+  { 1, 16384, 8, 177, 178, 1 },
+  { 1, 16384, 32, 179, 178, 1 },
+  { 1, 16384, 128, 180, 178, 1 },
+  { 1, 16384, 512, 181, 178, 1 },
+  { 1, 16384, 2048, 182, 178, 0 },
+  { 1, 16384, 8192, 183, 178, 0 },
+  { 1, 16384, 32768, 184, 178, 0 },
+  { 1, 32768, 1, 185, 186, 0 },
+  { 1, 32768, 8, 187, 188, 1 },
+  { 1, 32768, 32, 189, 190, 1 },
+  { 1, 32768, 128, 191, 186, 0 },
+  { 1, 32768, 512, 192, 186, 0 },
+  { 1, 32768, 2048, 193, 186, 0 },
+  { 1, 32768, 8192, 194, 186, 0 },
+  { 1, 32768, 32768, 194, 186, 0 },
+  { 1, 65536, 1, 195, 186, 1 },
+  { 1, 65536, 8, 195, 186, 1 },
+  { 1, 65536, 32, 196, 186, 1 },
+  { 1, 65536, 128, 197, 186, 1 },
+  { 1, 65536, 512, 197, 186, 2 },
+  { 1, 65536, 2048, 198, 186, 2 },
+  { 1, 65536, 8192, 199, 186, 0 },
+  { 1, 65536, 32768, 200, 186, 2 },
+  { 1, 131072, 1, 201, 186, 1 },
+  { 1, 131072, 8, 201, 186, 1 },
+  { 1, 131072, 32, 202, 186, 1 },
+  { 1, 131072, 128, 202, 186, 0 },
+  { 1, 131072, 512, 202, 186, 0 },
+  { 1, 131072, 2048, 203, 186, 0 },
+  { 1, 131072, 8192, 204, 186, 0 },
+  { 1, 131072, 32768, 203, 186, 2 },
+  { 2, 512, 1, 206, 207, 0 },
+  { 2, 512, 8, 206, 207, 0 },
+  { 2, 512, 32, 206, 207, 0 },
+  { 2, 512, 128, 206, 207, 0 },
+  { 2, 512, 512, 206, 207, 0 },
+  { 2, 512, 2048, 208, 207, 0 },
+  { 2, 512, 8192, 209, 210, 1 },
+  { 2, 512, 32768, 211, 211, 0 },
+  { 2, 768, 1, 212, 207, 0 },
+  { 2, 768, 8, 212, 207, 0 },
+  { 2, 768, 32, 212, 207, 0 },
+  { 2, 768, 128, 212, 207, 1 },
+  { 2, 768, 512, 212, 207, 0 },
+  { 2, 768, 2048, 213, 214, 0 },
+  { 2, 768, 8192, 213, 215, 1 },
+  { 2, 768, 32768, 216, 216, 0 },
+  { 2, 1024, 1, 217, 207, 0 },
+  { 2, 1024, 8, 217, 207, 0 },
+  { 2, 1024, 32, 217, 207, 0 },
+  { 2, 1024, 128, 218, 207, 0 },
+  { 2, 1024, 512, 217, 207, 0 },
+  { 2, 1024, 2048, 219, 214, 1 },
+  { 2, 1024, 8192, 220, 207, 0 },
+  { 2, 1024, 32768, 220, 207, 0 },
+  { 2, 1536, 1, 221, 222, 0 },
+  { 2, 1536, 8, 221, 222, 0 },
+  { 2, 1536, 32, 223, 224, 0 },
+  { 2, 1536, 128, 225, 222, 1 },
+  { 2, 1536, 512, 221, 226, 0 },
+  { 2, 1536, 2048, 227, 222, 0 },
+  { 2, 1536, 8192, 228, 222, 0 },
+  { 2, 1536, 32768, 229, 229, 0 },
+  { 2, 2048, 1, 230, 222, 0 },
+  { 2, 2048, 8, 230, 222, 0 },
+  { 2, 2048, 32, 230, 222, 1 },
+  { 2, 2048, 128, 230, 222, 1 },
+  { 2, 2048, 512, 230, 222, 0 },
+  { 2, 2048, 2048, 230, 222, 0 },
+  { 2, 2048, 8192, 231, 222, 0 },
+  { 2, 2048, 32768, 232, 232, 0 },
+  { 2, 2560, 1, 233, 234, 0 },
+  { 2, 2560, 8, 233, 235, 0 },
+  { 2, 2560, 32, 233, 236, 1 },
+  { 2, 2560, 128, 233, 236, 1 },
+  { 2, 2560, 512, 233, 234, 0 },
+  { 2, 2560, 2048, 233, 237, 1 },
+  { 2, 2560, 8192, 237, 237, 0 },
+  { 2, 2560, 32768, 238, 237, 0 },
+  { 2, 3072, 1, 239, 237, 0 },
+  { 2, 3072, 8, 239, 237, 1 },
+  { 2, 3072, 32, 240, 235, 1 },
+  { 2, 3072, 128, 239, 236, 1 },
+  { 2, 3072, 512, 239, 234, 1 },
+  { 2, 3072, 2048, 241, 234, 0 },
+  { 2, 3072, 8192, 242, 237, 0 },
+  { 2, 3072, 32768, 243, 237, 0 },
+  { 2, 4096, 1, 244, 245, 1 },
+  { 2, 4096, 8, 244, 245, 1 },
+  { 2, 4096, 32, 244, 236, 1 },
+  { 2, 4096, 128, 246, 245, 1 },
+  { 2, 4096, 512, 244, 245, 1 },
+  { 2, 4096, 2048, 247, 245, 0 },
+  { 2, 4096, 8192, 247, 245, 0 },
+  { 2, 4096, 32768, 248, 249, 0 },
+  { 2, 5120, 1, 250, 251, 1 },
+  { 2, 5120, 8, 250, 252, 1 },
+  { 2, 5120, 32, 253, 254, 0 },
+  { 2, 5120, 128, 255, 254, 1 },
+  { 2, 5120, 512, 255, 251, 0 },
+  { 2, 5120, 2048, 250, 256, 0 },
+  { 2, 5120, 8192, 257, 256, 0 },
+  { 2, 5120, 32768, 257, 256, 0 },
+  { 2, 6144, 1, 258, 251, 1 },
+  { 2, 6144, 8, 258, 252, 1 },
+  { 2, 6144, 32, 258, 254, 1 },
+  { 2, 6144, 128, 259, 260, 1 },
+  { 2, 6144, 512, 259, 251, 0 },
+  { 2, 6144, 2048, 261, 261, 0 },
+  { 2, 6144, 8192, 261, 261, 0 },
+  { 2, 6144, 32768, 262, 260, 0 },
+  { 2, 7168, 1, 263, 264, 1 },
+  { 2, 7168, 8, 263, 264, 1 },
+  { 2, 7168, 32, 265, 266, 0 },
+  { 2, 7168, 128, 263, 264, 0 },
+  { 2, 7168, 512, 267, 267, 1 },
+  { 2, 7168, 2048, 268, 264, 0 },
+  { 2, 7168, 8192, 269, 264, 0 },
+  { 2, 7168, 32768, 269, 264, 0 },
+  { 2, 8192, 1, 270, 271, 0 },
+  { 2, 8192, 8, 270, 271, 1 },
+  { 2, 8192, 32, 270, 271, 1 },
+  { 2, 8192, 128, 270, 271, 1 },
+  { 2, 8192, 512, 267, 267, 1 },
+  { 2, 8192, 2048, 272, 271, 0 },
+  { 2, 8192, 8192, 273, 271, 0 },
+  { 2, 8192, 32768, 273, 271, 0 },
+  { 2, 12288, 1, 274, 275, 1 },
+  { 2, 12288, 8, 274, 275, 1 },
+  { 2, 12288, 32, 274, 276, 1 },
+  { 2, 12288, 128, 277, 276, 1 },
+  { 2, 12288, 512, 278, 279, 0 },
+  { 2, 12288, 2048, 278, 279, 0 },
+  { 2, 12288, 8192, 280, 279, 0 },
+  { 2, 12288, 32768, 280, 279, 0 },
+  { 2, 16384, 1, 281, 282, 1 },
+  { 2, 16384, 8, 281, 283, 1 },
+  { 2, 16384, 32, 281, 282, 1 },
+  { 2, 16384, 128, 284, 282, 0 },
+  { 2, 16384, 512, 284, 285, 0 },
+  { 2, 16384, 2048, 286, 282, 0 },
+  { 2, 16384, 8192, 287, 287, 0 },
+  { 2, 16384, 32768, 287, 287, 0 },
+  { 2, 32768, 1, 288, 249, 1 },
+  { 2, 32768, 8, 289, 290, 1 },
+  { 2, 32768, 32, 288, 249, 1 },
+  { 2, 32768, 128, 291, 249, 0 },
+  { 2, 32768, 512, 292, 249, 0 },
+  { 2, 32768, 2048, 293, 294, 0 },
+  { 2, 32768, 8192, 295, 295, 0 },
+  { 2, 32768, 32768, 295, 295, 0 },
+  { 2, 65536, 1, 296, 249, 1 },
+  { 2, 65536, 8, 297, 298, 1 },
+  { 2, 65536, 32, 297, 249, 1 },
+  { 2, 65536, 128, 299, 249, 0 },
+  { 2, 65536, 512, 300, 249, 0 },
+  { 2, 65536, 2048, 299, 249, 2 },
+  { 2, 65536, 8192, 301, 301, 0 },
+  { 2, 65536, 32768, 302, 301, 0 },
+  { 2, 131072, 1, 303, 249, 1 },
+  { 2, 131072, 8, 304, 305, 1 },
+  { 2, 131072, 32, 304, 305, 0 },
+  { 2, 131072, 128, 306, 249, 0 },
+  { 2, 131072, 512, 306, 249, 0 },
+  { 2, 131072, 2048, 306, 249, 0 },
+  { 2, 131072, 8192, 306, 249, 2 },
+  { 2, 131072, 32768, 306, 249, 2 },
+  { 3, 512, 1, 308, 309, 0 },
+  { 3, 512, 8, 310, 309, 0 },
+  { 3, 512, 32, 310, 309, 0 },
+  { 3, 512, 128, 310, 309, 0 },
+  { 3, 512, 512, 311, 309, 0 },
+  { 3, 512, 2048, 312, 309, 0 },
+  { 3, 512, 8192, 313, 309, 1 },
+  { 3, 512, 32768, 314, 309, 0 },
+  { 3, 768, 1, 315, 316, 0 },
+  { 3, 768, 8, 317, 316, 0 },
+  { 3, 768, 32, 318, 316, 0 },
+  { 3, 768, 128, 318, 309, 0 },
+  { 3, 768, 512, 319, 319, 0 },
+  { 3, 768, 2048, 320, 309, 0 },
+  { 3, 768, 8192, 321, 309, 0 },
+  { 3, 768, 32768, 322, 309, 0 },
+  { 3, 1024, 1, 323, 309, 0 },
+  { 3, 1024, 8, 324, 309, 0 },
+  { 3, 1024, 32, 324, 309, 0 },
+  { 3, 1024, 128, 324, 309, 0 },
+  { 3, 1024, 512, 325, 309, 0 },
+  { 3, 1024, 2048, 326, 309, 0 },
+  { 3, 1024, 8192, 327, 309, 1 },
   { 3, 1024, 32768, 328, 329, 0 },
   { 3, 1536, 1, 330, 331, 0 },
   { 3, 1536, 8, 330, 331, 0 },
   { 3, 1536, 32, 330, 331, 0 },
-  { 3, 1536, 128, 330, 332, 0 },
-  { 3, 1536, 512, 333, 311, 0 },
-  { 3, 1536, 2048, 334, 335, 0 },
-  { 3, 1536, 8192, 334, 311, 0 },
+  { 3, 1536, 128, 330, 309, 0 },
+  { 3, 1536, 512, 332, 309, 0 },
+  { 3, 1536, 2048, 333, 334, 0 },
+  { 3, 1536, 8192, 335, 309, 0 },
   { 3, 1536, 32768, 336, 337, 0 },
-  { 3, 2048, 1, 338, 331, 0 },
-  { 3, 2048, 8, 338, 331, 0 },
-  { 3, 2048, 32, 338, 311, 0 },
-  { 3, 2048, 128, 338, 332, 0 },
-  { 3, 2048, 512, 339, 311, 0 },
-  { 3, 2048, 2048, 340, 311, 1 },
-  { 3, 2048, 8192, 341, 311, 0 },
+  { 3, 2048, 1, 338, 309, 0 },
+  { 3, 2048, 8, 338, 309, 0 },
+  { 3, 2048, 32, 338, 309, 0 },
+  { 3, 2048, 128, 338, 309, 0 },
+  { 3, 2048, 512, 339, 309, 0 },
+  { 3, 2048, 2048, 340, 309, 1 },
+  { 3, 2048, 8192, 341, 309, 0 },
   { 3, 2048, 32768, 339, 342, 0 },
   { 3, 2560, 1, 343, 344, 0 },
   { 3, 2560, 8, 343, 344, 0 },
   { 3, 2560, 32, 343, 345, 0 },
   { 3, 2560, 128, 346, 344, 0 },
   { 3, 2560, 512, 347, 345, 0 },
-  { 3, 2560, 2048, 348, 345, 1 },
-  { 3, 2560, 8192, 349, 345, 0 },
-  { 3, 2560, 32768, 350, 351, 0 },
-  { 3, 3072, 1, 352, 344, 0 },
-  { 3, 3072, 8, 352, 344, 0 },
-  { 3, 3072, 32, 353, 354, 0 },
-  { 3, 3072, 128, 352, 345, 1 },
+  { 3, 2560, 2048, 348, 348, 0 },
+  { 3, 2560, 8192, 349, 350, 0 },
+  { 3, 2560, 32768, 351, 350, 0 },
+  { 3, 3072, 1, 352, 353, 0 },
+  { 3, 3072, 8, 352, 353, 0 },
+  { 3, 3072, 32, 354, 353, 0 },
+  { 3, 3072, 128, 352, 344, 1 },
   { 3, 3072, 512, 355, 345, 0 },
-  { 3, 3072, 2048, 356, 345, 1 },
-  { 3, 3072, 8192, 357, 345, 0 },
-  { 3, 3072, 32768, 357, 351, 0 },
-  { 3, 4096, 1, 358, 359, 0 },
-  { 3, 4096, 8, 358, 345, 0 },
-  { 3, 4096, 32, 358, 360, 1 },
-  { 3, 4096, 128, 358, 359, 1 },
-  { 3, 4096, 512, 361, 345, 0 },
-  { 3, 4096, 2048, 362, 345, 0 },
-  { 3, 4096, 8192, 363, 345, 0 },
-  { 3, 4096, 32768, 364, 364, 0 },
-  { 3, 5120, 1, 365, 366, 1 },
-  { 3, 5120, 8, 365, 367, 0 },
-  { 3, 5120, 32, 365, 366, 1 },
-  { 3, 5120, 128, 365, 368, 1 },
-  { 3, 5120, 512, 369, 367, 0 },
-  { 3, 5120, 2048, 370, 370, 0 },
-  { 3, 5120, 8192, 369, 367, 0 },
-  { 3, 5120, 32768, 369, 367, 0 },
-  { 3, 6144, 1, 371, 372, 0 },
-  { 3, 6144, 8, 371, 367, 1 },
-  { 3, 6144, 32, 373, 366, 1 },
-  { 3, 6144, 128, 373, 368, 1 },
-  { 3, 6144, 512, 367, 367, 1 },
-  { 3, 6144, 2048, 370, 370, 0 },
-  { 3, 6144, 8192, 367, 367, 0 },
-  { 3, 6144, 32768, 374, 367, 0 },
-  { 3, 7168, 1, 375, 372, 0 },
-  { 3, 7168, 8, 375, 372, 1 },
-  { 3, 7168, 32, 376, 368, 1 },
-  { 3, 7168, 128, 376, 368, 1 },
-  { 3, 7168, 512, 377, 377, 0 },
-  { 3, 7168, 2048, 378, 379, 1 },
-  { 3, 7168, 8192, 380, 379, 0 },
-  { 3, 7168, 32768, 381, 381, 0 },
-  { 3, 8192, 1, 382, 383, 0 },
-  { 3, 8192, 8, 383, 383, 0 },
-  { 3, 8192, 32, 382, 384, 1 },
-  { 3, 8192, 128, 385, 379, 1 },
-  { 3, 8192, 512, 377, 377, 0 },
-  { 3, 8192, 2048, 386, 379, 0 },
-  { 3, 8192, 8192, 387, 379, 0 },
-  { 3, 8192, 32768, 381, 381, 0 },
-  { 3, 12288, 1, 388, 389, 0 },
-  { 3, 12288, 8, 388, 390, 0 },
-  { 3, 12288, 32, 391, 392, 1 },
-  { 3, 12288, 128, 389, 389, 0 },
-  { 3, 12288, 512, 393, 392, 0 },
-  { 3, 12288, 2048, 394, 392, 0 },
-  { 3, 12288, 8192, 395, 392, 0 },
-  { 3, 12288, 32768, 396, 392, 0 },
-  { 3, 16384, 1, 397, 398, 0 },
-  { 3, 16384, 8, 398, 398, 1 },
-  { 3, 16384, 32, 399, 400, 1 },
-  { 3, 16384, 128, 389, 389, 0 },
-  { 3, 16384, 512, 401, 400, 0 },
-  { 3, 16384, 2048, 402, 400, 0 },
-  { 3, 16384, 8192, 403, 400, 0 },
-  { 3, 16384, 32768, 403, 400, 0 },
-  { 3, 32768, 1, 404, 404, 0 },
-  { 3, 32768, 8, 404, 404, 0 },
-  { 3, 32768, 32, 405, 405, 1 },
-  { 3, 32768, 128, 406, 407, 0 },
-  { 3, 32768, 512, 408, 407, 0 },
-  { 3, 32768, 2048, 409, 409, 0 },
-  { 3, 32768, 8192, 409, 409, 0 },
-  { 3, 32768, 32768, 409, 409, 0 },
-  { 3, 65536, 1, 410, 411, 0 },
-  { 3, 65536, 8, 410, 411, 1 },
-  { 3, 65536, 32, 410, 411, 0 },
-  { 3, 65536, 128, 412, 407, 0 },
-  { 3, 65536, 512, 413, 407, 0 },
-  { 3, 65536, 2048, 414, 415, 0 },
-  { 3, 65536, 8192, 414, 415, 0 },
-  { 3, 65536, 32768, 414, 415, 0 },
-  { 3, 131072, 1, 416, 416, 1 },
-  { 3, 131072, 8, 417, 418, 1 },
-  { 3, 131072, 32, 419, 407, 1 },
-  { 3, 131072, 128, 419, 407, 0 },
-  { 3, 131072, 512, 420, 407, 0 },
-  { 3, 131072, 2048, 420, 407, 0 },
-  { 3, 131072, 8192, 415, 415, 0 },
-  { 3, 131072, 32768, 415, 415, 0 },
-  { 4, 512, 1, 422, 423, 0 },
-  { 4, 512, 8, 424, 423, 0 },
-  { 4, 512, 32, 424, 423, 0 },
-  { 4, 512, 128, 424, 423, 0 },
-  { 4, 512, 512, 425, 423, 0 },
-  { 4, 512, 2048, 426, 426, 0 },
-  { 4, 512, 8192, 427, 423, 0 },
-  { 4, 512, 32768, 426, 426, 0 },
-  { 4, 768, 1, 428, 423, 0 },
-  { 4, 768, 8, 428, 423, 0 },
-  { 4, 768, 32, 428, 423, 0 },
-  { 4, 768, 128, 429, 423, 1 },
-  { 4, 768, 512, 430, 423, 0 },
-  { 4, 768, 2048, 431, 431, 0 },
-  { 4, 768, 8192, 432, 423, 1 },
-  { 4, 768, 32768, 433, 423, 0 },
-  { 4, 1024, 1, 434, 423, 0 },
-  { 4, 1024, 8, 434, 423, 0 },
-  { 4, 1024, 32, 434, 423, 0 },
-  { 4, 1024, 128, 435, 423, 1 },
-  { 4, 1024, 512, 423, 423, 0 },
-  { 4, 1024, 2048, 436, 436, 1 },
-  { 4, 1024, 8192, 437, 423, 0 },
-  { 4, 1024, 32768, 438, 438, 0 },
-  { 4, 1536, 1, 439, 423, 0 },
-  { 4, 1536, 8, 439, 423, 0 },
-  { 4, 1536, 32, 439, 423, 0 },
-  { 4, 1536, 128, 440, 423, 1 },
-  { 4, 1536, 512, 441, 423, 0 },
-  { 4, 1536, 2048, 442, 423, 1 },
-  { 4, 1536, 8192, 442, 423, 0 },
-  { 4, 1536, 32768, 443, 443, 0 },
-  { 4, 2048, 1, 444, 423, 0 },
-  { 4, 2048, 8, 444, 423, 0 },
-  { 4, 2048, 32, 444, 423, 0 },
-  { 4, 2048, 128, 445, 423, 1 },
-  { 4, 2048, 512, 446, 423, 0 },
-  { 4, 2048, 2048, 447, 423, 1 },
-  { 4, 2048, 8192, 423, 423, 0 },
-  { 4, 2048, 32768, 423, 423, 0 },
-  { 4, 2560, 1, 448, 449, 0 },
-  { 4, 2560, 8, 448, 449, 1 },
-  { 4, 2560, 32, 450, 449, 1 },
-  { 4, 2560, 128, 448, 449, 1 },
-  { 4, 2560, 512, 451, 449, 0 },
-  { 4, 2560, 2048, 452, 452, 0 },
-  { 4, 2560, 8192, 453, 449, 0 },
-  { 4, 2560, 32768, 454, 454, 0 },
-  { 4, 3072, 1, 455, 449, 0 },
-  { 4, 3072, 8, 456, 449, 1 },
-  { 4, 3072, 32, 455, 449, 1 },
-  { 4, 3072, 128, 456, 449, 1 },
-  { 4, 3072, 512, 457, 457, 0 },
-  { 4, 3072, 2048, 458, 449, 0 },
-  { 4, 3072, 8192, 449, 449, 0 },
-  { 4, 3072, 32768, 449, 449, 0 },
-  { 4, 4096, 1, 459, 449, 0 },
-  { 4, 4096, 8, 459, 449, 1 },
-  { 4, 4096, 32, 459, 449, 1 },
-  { 4, 4096, 128, 460, 449, 1 },
-  { 4, 4096, 512, 461, 461, 0 },
-  { 4, 4096, 2048, 452, 452, 0 },
-  { 4, 4096, 8192, 462, 449, 0 },
-  { 4, 4096, 32768, 457, 457, 0 },
-  { 4, 5120, 1, 463, 464, 1 },
-  { 4, 5120, 8, 463, 464, 1 },
-  { 4, 5120, 32, 465, 466, 1 },
-  { 4, 5120, 128, 465, 466, 1 },
-  { 4, 5120, 512, 467, 468, 0 },
-  { 4, 5120, 2048, 469, 464, 0 },
-  { 4, 5120, 8192, 470, 464, 0 },
-  { 4, 5120, 32768, 471, 471, 0 },
-  { 4, 6144, 1, 472, 464, 1 },
-  { 4, 6144, 8, 472, 464, 1 },
-  { 4, 6144, 32, 473, 466, 0 },
-  { 4, 6144, 128, 474, 474, 1 },
-  { 4, 6144, 512, 475, 464, 0 },
-  { 4, 6144, 2048, 476, 464, 0 },
-  { 4, 6144, 8192, 471, 471, 0 },
-  { 4, 6144, 32768, 471, 471, 0 },
-  { 4, 7168, 1, 477, 478, 1 },
-  { 4, 7168, 8, 477, 478, 1 },
-  { 4, 7168, 32, 479, 466, 0 },
-  { 4, 7168, 128, 474, 474, 1 },
-  { 4, 7168, 512, 480, 481, 0 },
-  { 4, 7168, 2048, 482, 478, 0 },
-  { 4, 7168, 8192, 483, 483, 0 },
-  { 4, 7168, 32768, 484, 484, 0 },
-  { 4, 8192, 1, 485, 486, 0 },
-  { 4, 8192, 8, 487, 478, 1 },
-  { 4, 8192, 32, 488, 489, 1 },
-  { 4, 8192, 128, 474, 474, 1 },
-  { 4, 8192, 512, 490, 481, 1 },
-  { 4, 8192, 2048, 491, 478, 0 },
-  { 4, 8192, 8192, 484, 484, 0 },
-  { 4, 8192, 32768, 484, 484, 0 },
-  { 4, 12288, 1, 492, 493, 1 },
-  { 4, 12288, 8, 492, 493, 1 },
-  { 4, 12288, 32, 494, 493, 1 },
-  { 4, 12288, 128, 494, 493, 1 },
-  { 4, 12288, 512, 494, 495, 1 },
-  { 4, 12288, 2048, 496, 496, 0 },
-  { 4, 12288, 8192, 496, 496, 0 },
-  { 4, 12288, 32768, 496, 496, 0 },
-  { 4, 16384, 1, 497, 498, 0 },
-  { 4, 16384, 8, 497, 499, 1 },
-  { 4, 16384, 32, 500, 499, 1 },
-  { 4, 16384, 128, 500, 501, 0 },
-  { 4, 16384, 512, 500, 499, 0 },
-  { 4, 16384, 2048, 496, 496, 0 },
-  { 4, 16384, 8192, 502, 502, 0 },
-  { 4, 16384, 32768, 502, 502, 0 },
-  { 4, 32768, 1, 503, 504, 0 },
-  { 4, 32768, 8, 503, 504, 1 },
-  { 4, 32768, 32, 505, 505, 1 },
-  { 4, 32768, 128, 506, 504, 1 },
-  { 4, 32768, 512, 506, 504, 0 },
-  { 4, 32768, 2048, 507, 507, 0 },
-  { 4, 32768, 8192, 507, 507, 0 },
-  { 4, 32768, 32768, 507, 507, 0 },
-  { 4, 65536, 1, 508, 504, 1 },
-  { 4, 65536, 8, 509, 510, 1 },
-  { 4, 65536, 32, 508, 510, 0 },
-  { 4, 65536, 128, 511, 504, 0 },
-  { 4, 65536, 512, 512, 512, 0 },
-  { 4, 65536, 2048, 512, 512, 0 },
-  { 4, 65536, 8192, 512, 512, 0 },
-  { 4, 65536, 32768, 512, 512, 0 },
-  { 4, 131072, 1, 513, 504, 1 },
-  { 4, 131072, 8, 513, 504, 1 },
-  { 4, 131072, 32, 514, 504, 1 },
-  { 4, 131072, 128, 515, 504, 0 },
-  { 4, 131072, 512, 514, 504, 0 },
-  { 4, 131072, 2048, 516, 512, 0 },
-  { 4, 131072, 8192, 516, 512, 0 },
-  { 4, 131072, 32768, 516, 512, 0 },
-  { 5, 512, 1, 518, 519, 1 },
-  { 5, 512, 8, 518, 519, 0 },
-  { 5, 512, 32, 518, 519, 0 },
-  { 5, 512, 128, 518, 519, 0 },
-  { 5, 512, 512, 520, 519, 0 },
-  { 5, 512, 2048, 520, 519, 0 },
-  { 5, 512, 8192, 521, 519, 0 },
-  { 5, 512, 32768, 522, 519, 0 },
-  { 5, 768, 1, 523, 519, 0 },
-  { 5, 768, 8, 523, 519, 0 },
-  { 5, 768, 32, 523, 519, 0 },
-  { 5, 768, 128, 523, 519, 0 },
-  { 5, 768, 512, 524, 519, 0 },
-  { 5, 768, 2048, 525, 519, 0 },
-  { 5, 768, 8192, 526, 519, 0 },
-  { 5, 768, 32768, 527, 519, 0 },
-  { 5, 1024, 1, 528, 519, 0 },
-  { 5, 1024, 8, 528, 519, 0 },
-  { 5, 1024, 32, 529, 519, 0 },
-  { 5, 1024, 128, 529, 519, 0 },
-  { 5, 1024, 512, 529, 519, 0 },
-  { 5, 1024, 2048, 530, 519, 0 },
-  { 5, 1024, 8192, 531, 519, 1 },
-  { 5, 1024, 32768, 532, 533, 0 },
-  { 5, 1536, 1, 534, 519, 0 },
-  { 5, 1536, 8, 534, 519, 0 },
-  { 5, 1536, 32, 534, 519, 0 },
-  { 5, 1536, 128, 534, 519, 0 },
-  { 5, 1536, 512, 534, 519, 0 },
-  { 5, 1536, 2048, 535, 519, 0 },
-  { 5, 1536, 8192, 536, 519, 1 },
-  { 5, 1536, 32768, 537, 538, 0 },
-  { 5, 2048, 1, 539, 519, 0 },
-  { 5, 2048, 8, 539, 519, 0 },
-  { 5, 2048, 32, 539, 519, 0 },
-  { 5, 2048, 128, 539, 519, 0 },
-  { 5, 2048, 512, 539, 519, 0 },
-  { 5, 2048, 2048, 540, 519, 1 },
-  { 5, 2048, 8192, 541, 519, 0 },
-  { 5, 2048, 32768, 542, 542, 0 },
-  { 5, 2560, 1, 543, 544, 1 },
-  { 5, 2560, 8, 543, 544, 0 },
-  { 5, 2560, 32, 545, 544, 0 },
-  { 5, 2560, 128, 546, 546, 0 },
-  { 5, 2560, 512, 543, 544, 0 },
-  { 5, 2560, 2048, 545, 544, 1 },
-  { 5, 2560, 8192, 547, 548, 0 },
-  { 5, 2560, 32768, 547, 548, 0 },
-  { 5, 3072, 1, 549, 544, 0 },
-  { 5, 3072, 8, 549, 544, 0 },
-  { 5, 3072, 32, 549, 544, 1 },
-  { 5, 3072, 128, 546, 546, 0 },
-  { 5, 3072, 512, 549, 544, 0 },
-  { 5, 3072, 2048, 550, 544, 0 },
-  { 5, 3072, 8192, 551, 548, 0 },
-  { 5, 3072, 32768, 551, 548, 0 },
-  { 5, 4096, 1, 552, 544, 0 },
-  { 5, 4096, 8, 552, 544, 0 },
-  { 5, 4096, 32, 552, 544, 1 },
-  { 5, 4096, 128, 553, 544, 0 },
-  { 5, 4096, 512, 552, 544, 0 },
-  { 5, 4096, 2048, 554, 544, 0 },
-  { 5, 4096, 8192, 555, 544, 0 },
-  { 5, 4096, 32768, 556, 556, 0 },
-  { 5, 5120, 1, 557, 558, 1 },
-  { 5, 5120, 8, 557, 558, 1 },
-  { 5, 5120, 32, 557, 559, 1 },
-  { 5, 5120, 128, 559, 559, 1 },
-  { 5, 5120, 512, 560, 558, 1 },
-  { 5, 5120, 2048, 561, 561, 0 },
-  { 5, 5120, 8192, 560, 558, 0 },
-  { 5, 5120, 32768, 560, 558, 0 },
-  { 5, 6144, 1, 562, 558, 1 },
-  { 5, 6144, 8, 562, 558, 1 },
-  { 5, 6144, 32, 559, 559, 1 },
-  { 5, 6144, 128, 563, 563, 0 },
-  { 5, 6144, 512, 564, 558, 0 },
-  { 5, 6144, 2048, 561, 561, 1 },
-  { 5, 6144, 8192, 565, 558, 0 },
-  { 5, 6144, 32768, 565, 558, 0 },
-  { 5, 7168, 1, 566, 567, 1 },
-  { 5, 7168, 8, 566, 563, 1 },
-  { 5, 7168, 32, 563, 563, 1 },
-  { 5, 7168, 128, 563, 563, 0 },
-  { 5, 7168, 512, 568, 569, 0 },
-  { 5, 7168, 2048, 570, 569, 0 },
-  { 5, 7168, 8192, 571, 569, 0 },
-  { 5, 7168, 32768, 571, 569, 0 },
-  { 5, 8192, 1, 572, 573, 0 },
-  { 5, 8192, 8, 572, 573, 0 },
-  { 5, 8192, 32, 574, 559, 0 },
-  { 5, 8192, 128, 575, 573, 0 },
-  { 5, 8192, 512, 576, 569, 0 },
-  { 5, 8192, 2048, 577, 569, 0 },
-  { 5, 8192, 8192, 578, 569, 0 },
-  { 5, 8192, 32768, 579, 569, 0 },
-  { 5, 12288, 1, 580, 581, 1 },
-  { 5, 12288, 8, 580, 581, 1 },
-  { 5, 12288, 32, 582, 583, 1 },
-  { 5, 12288, 128, 580, 581, 0 },
-  { 5, 12288, 512, 584, 581, 1 },
-  { 5, 12288, 2048, 584, 581, 0 },
-  { 5, 12288, 8192, 585, 581, 0 },
-  { 5, 12288, 32768, 586, 586, 0 },
-  { 5, 16384, 1, 587, 588, 0 },
-  { 5, 16384, 8, 587, 588, 1 },
-  { 5, 16384, 32, 589, 589, 1 },
-  { 5, 16384, 128, 590, 591, 1 },
-  { 5, 16384, 512, 592, 591, 1 },
-  { 5, 16384, 2048, 593, 591, 0 },
-  { 5, 16384, 8192, 594, 595, 0 },
-  { 5, 16384, 32768, 594, 595, 0 },
-  { 5, 32768, 1, 596, 597, 0 },
-  { 5, 32768, 8, 596, 598, 0 },
-  { 5, 32768, 32, 596, 598, 1 },
-  { 5, 32768, 128, 599, 597, 0 },
-  { 5, 32768, 512, 600, 597, 0 },
-  { 5, 32768, 2048, 601, 602, 0 },
-  { 5, 32768, 8192, 603, 602, 0 },
-  { 5, 32768, 32768, 603, 602, 0 },
-  { 5, 65536, 1, 604, 605, 1 },
-  { 5, 65536, 8, 604, 606, 1 },
-  { 5, 65536, 32, 604, 597, 0 },
-  { 5, 65536, 128, 607, 597, 1 },
-  { 5, 65536, 512, 608, 597, 0 },
-  { 5, 65536, 2048, 609, 610, 0 },
-  { 5, 65536, 8192, 609, 610, 0 },
-  { 5, 65536, 32768, 609, 610, 0 },
-  { 5, 131072, 1, 611, 597, 0 },
-  { 5, 131072, 8, 611, 612, 1 },
-  { 5, 131072, 32, 613, 597, 1 },
-  { 5, 131072, 128, 613, 597, 0 },
-  { 5, 131072, 512, 614, 597, 0 },
-  { 5, 131072, 2048, 614, 615, 0 },
-  { 5, 131072, 8192, 616, 610, 0 },
-  { 5, 131072, 32768, 616, 610, 0 },
-  { 6, 512, 1, 618, 619, 0 },
-  { 6, 512, 8, 620, 619, 0 },
-  { 6, 512, 32, 621, 619, 0 },
-  { 6, 512, 128, 621, 619, 0 },
-  { 6, 512, 512, 618, 619, 0 },
-  { 6, 512, 2048, 621, 622, 0 },
-  { 6, 512, 8192, 621, 619, 0 },
-  { 6, 512, 32768, 622, 622, 0 },
-  { 6, 768, 1, 623, 619, 0 },
-  { 6, 768, 8, 623, 619, 0 },
-  { 6, 768, 32, 624, 619, 0 },
-  { 6, 768, 128, 625, 619, 1 },
-  { 6, 768, 512, 626, 626, 0 },
-  { 6, 768, 2048, 627, 628, 0 },
-  { 6, 768, 8192, 627, 619, 0 },
-  { 6, 768, 32768, 624, 619, 0 },
-  { 6, 1024, 1, 629, 619, 0 },
-  { 6, 1024, 8, 629, 619, 0 },
-  { 6, 1024, 32, 629, 619, 0 },
-  { 6, 1024, 128, 630, 619, 1 },
-  { 6, 1024, 512, 619, 619, 0 },
-  { 6, 1024, 2048, 631, 631, 1 },
-  { 6, 1024, 8192, 632, 619, 0 },
-  { 6, 1024, 32768, 633, 633, 0 },
-  { 6, 1536, 1, 634, 619, 0 },
-  { 6, 1536, 8, 634, 619, 0 },
-  { 6, 1536, 32, 634, 619, 0 },
-  { 6, 1536, 128, 635, 619, 1 },
-  { 6, 1536, 512, 634, 619, 0 },
-  { 6, 1536, 2048, 636, 619, 1 },
-  { 6, 1536, 8192, 634, 619, 0 },
-  { 6, 1536, 32768, 634, 619, 0 },
-  { 6, 2048, 1, 637, 619, 0 },
-  { 6, 2048, 8, 637, 619, 0 },
-  { 6, 2048, 32, 637, 619, 0 },
-  { 6, 2048, 128, 619, 619, 1 },
-  { 6, 2048, 512, 637, 619, 0 },
-  { 6, 2048, 2048, 638, 619, 0 },
-  { 6, 2048, 8192, 619, 619, 0 },
-  { 6, 2048, 32768, 619, 619, 0 },
-  { 6, 2560, 1, 639, 640, 0 },
-  { 6, 2560, 8, 639, 640, 0 },
-  { 6, 2560, 32, 639, 640, 1 },
-  { 6, 2560, 128, 641, 640, 1 },
-  { 6, 2560, 512, 639, 640, 1 },
-  { 6, 2560, 2048, 642, 640, 0 },
-  { 6, 2560, 8192, 643, 640, 0 },
-  { 6, 2560, 32768, 644, 644, 0 },
-  { 6, 3072, 1, 645, 640, 0 },
-  { 6, 3072, 8, 645, 640, 0 },
-  { 6, 3072, 32, 645, 640, 1 },
-  { 6, 3072, 128, 646, 640, 1 },
-  { 6, 3072, 512, 645, 640, 0 },
-  { 6, 3072, 2048, 647, 640, 0 },
-  { 6, 3072, 8192, 644, 644, 0 },
-  { 6, 3072, 32768, 644, 644, 0 },
-  { 6, 4096, 1, 648, 640, 1 },
-  { 6, 4096, 8, 648, 640, 1 },
-  { 6, 4096, 32, 649, 640, 1 },
-  { 6, 4096, 128, 650, 640, 1 },
-  { 6, 4096, 512, 651, 651, 0 },
-  { 6, 4096, 2048, 652, 640, 0 },
-  { 6, 4096, 8192, 640, 640, 0 },
-  { 6, 4096, 32768, 640, 640, 0 },
-  { 6, 5120, 1, 653, 654, 1 },
-  { 6, 5120, 8, 653, 654, 1 },
-  { 6, 5120, 32, 655, 656, 1 },
-  { 6, 5120, 128, 656, 656, 1 },
-  { 6, 5120, 512, 657, 658, 0 },
-  { 6, 5120, 2048, 659, 654, 0 },
-  { 6, 5120, 8192, 660, 654, 0 },
-  { 6, 5120, 32768, 660, 654, 0 },
-  { 6, 6144, 1, 661, 654, 1 },
-  { 6, 6144, 8, 661, 654, 1 },
-  { 6, 6144, 32, 662, 656, 1 },
-  { 6, 6144, 128, 663, 656, 1 },
-  { 6, 6144, 512, 664, 658, 0 },
-  { 6, 6144, 2048, 663, 654, 0 },
-  { 6, 6144, 8192, 654, 654, 0 },
-  { 6, 6144, 32768, 654, 654, 0 },
-  { 6, 7168, 1, 665, 666, 1 },
-  { 6, 7168, 8, 665, 666, 1 },
-  { 6, 7168, 32, 667, 656, 1 },
-  { 6, 7168, 128, 656, 656, 1 },
-  { 6, 7168, 512, 668, 669, 0 },
-  { 6, 7168, 2048, 670, 666, 0 },
-  { 6, 7168, 8192, 671, 666, 0 },
-  { 6, 7168, 32768, 671, 666, 0 },
-  { 6, 8192, 1, 672, 666, 0 },
-  { 6, 8192, 8, 672, 666, 0 },
-  { 6, 8192, 32, 673, 656, 1 },
-  { 6, 8192, 128, 674, 666, 1 },
-  { 6, 8192, 512, 675, 669, 0 },
-  { 6, 8192, 2048, 676, 666, 0 },
-  { 6, 8192, 8192, 676, 666, 0 },
-  { 6, 8192, 32768, 676, 666, 0 },
-  { 6, 12288, 1, 677, 678, 1 },
-  { 6, 12288, 8, 677, 678, 1 },
-  { 6, 12288, 32, 679, 680, 1 },
-  { 6, 12288, 128, 679, 678, 1 },
-  { 6, 12288, 512, 679, 681, 0 },
-  { 6, 12288, 2048, 682, 678, 0 },
-  { 6, 12288, 8192, 682, 678, 0 },
-  { 6, 12288, 32768, 682, 678, 0 },
-  { 6, 16384, 1, 683, 684, 1 },
-  { 6, 16384, 8, 683, 684, 1 },
-  { 6, 16384, 32, 685, 684, 1 },
-  { 6, 16384, 128, 685, 684, 0 },
-  { 6, 16384, 512, 686, 684, 0 },
-  { 6, 16384, 2048, 687, 684, 0 },
-  { 6, 16384, 8192, 688, 684, 0 },
-  { 6, 16384, 32768, 688, 684, 0 },
-  { 6, 32768, 1, 689, 690, 1 },
-  { 6, 32768, 8, 689, 690, 1 },
-  { 6, 32768, 32, 691, 691, 1 },
-  { 6, 32768, 128, 692, 690, 0 },
-  { 6, 32768, 512, 692, 690, 0 },
-  { 6, 32768, 2048, 693, 690, 0 },
-  { 6, 32768, 8192, 693, 690, 0 },
-  { 6, 32768, 32768, 694, 695, 0 },
-  { 6, 65536, 1, 696, 690, 1 },
-  { 6, 65536, 8, 697, 698, 1 },
-  { 6, 65536, 32, 699, 700, 0 },
-  { 6, 65536, 128, 701, 690, 0 },
-  { 6, 65536, 512, 702, 690, 0 },
-  { 6, 65536, 2048, 703, 690, 0 },
-  { 6, 65536, 8192, 703, 690, 0 },
-  { 6, 65536, 32768, 703, 690, 0 },
-  { 6, 131072, 1, 704, 690, 1 },
-  { 6, 131072, 8, 704, 690, 1 },
-  { 6, 131072, 32, 705, 690, 0 },
-  { 6, 131072, 128, 705, 690, 0 },
-  { 6, 131072, 512, 705, 690, 0 },
-  { 6, 131072, 2048, 706, 690, 0 },
-  { 6, 131072, 8192, 706, 690, 0 },
-  { 6, 131072, 32768, 706, 690, 0 },
-  { 7, 512, 1, 708, 709, 1 },
-  { 7, 512, 8, 708, 709, 0 },
-  { 7, 512, 32, 710, 710, 0 },
-  { 7, 512, 128, 711, 709, 0 },
-  { 7, 512, 512, 712, 709, 0 },
-  { 7, 512, 2048, 713, 709, 0 },
-  { 7, 512, 8192, 714, 714, 0 },
-  { 7, 512, 32768, 713, 715, 0 },
-  { 7, 768, 1, 716, 717, 0 },
-  { 7, 768, 8, 718, 718, 0 },
-  { 7, 768, 32, 719, 719, 0 },
-  { 7, 768, 128, 716, 718, 0 },
-  { 7, 768, 512, 720, 720, 0 },
-  { 7, 768, 2048, 716, 721, 0 },
-  { 7, 768, 8192, 722, 723, 1 },
-  { 7, 768, 32768, 724, 723, 0 },
-  { 7, 1024, 1, 725, 709, 0 },
-  { 7, 1024, 8, 725, 709, 0 },
-  { 7, 1024, 32, 718, 718, 0 },
-  { 7, 1024, 128, 725, 718, 0 },
-  { 7, 1024, 512, 726, 709, 0 },
-  { 7, 1024, 2048, 727, 721, 0 },
-  { 7, 1024, 8192, 725, 709, 0 },
-  { 7, 1024, 32768, 728, 709, 0 },
-  { 7, 1536, 1, 729, 730, 0 },
-  { 7, 1536, 8, 729, 730, 0 },
-  { 7, 1536, 32, 729, 731, 0 },
-  { 7, 1536, 128, 732, 732, 0 },
-  { 7, 1536, 512, 729, 730, 0 },
-  { 7, 1536, 2048, 733, 734, 0 },
-  { 7, 1536, 8192, 730, 730, 0 },
-  { 7, 1536, 32768, 730, 730, 0 },
-  { 7, 2048, 1, 735, 730, 0 },
-  { 7, 2048, 8, 735, 731, 0 },
-  { 7, 2048, 32, 735, 731, 0 },
-  { 7, 2048, 128, 732, 732, 0 },
-  { 7, 2048, 512, 736, 730, 0 },
-  { 7, 2048, 2048, 735, 730, 1 },
-  { 7, 2048, 8192, 730, 730, 0 },
-  { 7, 2048, 32768, 737, 737, 0 },
-  { 7, 2560, 1, 738, 738, 0 },
-  { 7, 2560, 8, 739, 740, 0 },
-  { 7, 2560, 32, 741, 741, 1 },
-  { 7, 2560, 128, 739, 742, 0 },
-  { 7, 2560, 512, 743, 740, 0 },
-  { 7, 2560, 2048, 744, 744, 0 },
-  { 7, 2560, 8192, 745, 745, 0 },
-  { 7, 2560, 32768, 745, 745, 0 },
-  { 7, 3072, 1, 738, 738, 0 },
-  { 7, 3072, 8, 746, 740, 0 },
-  { 7, 3072, 32, 747, 747, 1 },
-  { 7, 3072, 128, 746, 742, 1 },
-  { 7, 3072, 512, 746, 740, 1 },
-  { 7, 3072, 2048, 748, 748, 0 },
-  { 7, 3072, 8192, 749, 749, 0 },
-  { 7, 3072, 32768, 749, 749, 0 },
-  { 7, 4096, 1, 750, 751, 0 },
-  { 7, 4096, 8, 752, 751, 0 },
-  { 7, 4096, 32, 752, 753, 1 },
-  { 7, 4096, 128, 752, 754, 1 },
-  { 7, 4096, 512, 752, 755, 1 },
-  { 7, 4096, 2048, 752, 754, 0 },
-  { 7, 4096, 8192, 749, 749, 0 },
-  { 7, 4096, 32768, 749, 749, 0 },
-  { 7, 5120, 1, 756, 757, 1 },
-  { 7, 5120, 8, 758, 759, 0 },
-  { 7, 5120, 32, 758, 760, 1 },
-  { 7, 5120, 128, 758, 761, 1 },
-  { 7, 5120, 512, 758, 761, 1 },
-  { 7, 5120, 2048, 762, 757, 0 },
-  { 7, 5120, 8192, 762, 757, 0 },
-  { 7, 5120, 32768, 763, 763, 0 },
-  { 7, 6144, 1, 764, 764, 1 },
-  { 7, 6144, 8, 764, 764, 1 },
-  { 7, 6144, 32, 765, 760, 0 },
-  { 7, 6144, 128, 765, 766, 0 },
-  { 7, 6144, 512, 767, 767, 0 },
-  { 7, 6144, 2048, 768, 766, 0 },
-  { 7, 6144, 8192, 769, 769, 0 },
-  { 7, 6144, 32768, 769, 769, 0 },
-  { 7, 7168, 1, 770, 770, 1 },
-  { 7, 7168, 8, 770, 770, 1 },
-  { 7, 7168, 32, 771, 771, 1 },
-  { 7, 7168, 128, 772, 773, 1 },
-  { 7, 7168, 512, 772, 774, 1 },
-  { 7, 7168, 2048, 775, 773, 0 },
-  { 7, 7168, 8192, 775, 773, 0 },
-  { 7, 7168, 32768, 769, 769, 0 },
-  { 7, 8192, 1, 776, 776, 0 },
-  { 7, 8192, 8, 776, 776, 1 },
-  { 7, 8192, 32, 777, 778, 0 },
-  { 7, 8192, 128, 779, 780, 0 },
-  { 7, 8192, 512, 781, 774, 1 },
-  { 7, 8192, 2048, 782, 780, 0 },
-  { 7, 8192, 8192, 782, 780, 0 },
-  { 7, 8192, 32768, 769, 769, 0 },
-  { 7, 12288, 1, 783, 783, 1 },
-  { 7, 12288, 8, 783, 783, 1 },
-  { 7, 12288, 32, 784, 784, 1 },
-  { 7, 12288, 128, 784, 784, 1 },
-  { 7, 12288, 512, 785, 785, 1 },
-  { 7, 12288, 2048, 786, 787, 0 },
-  { 7, 12288, 8192, 788, 787, 0 },
-  { 7, 12288, 32768, 788, 787, 0 },
-  { 7, 16384, 1, 789, 789, 1 },
-  { 7, 16384, 8, 789, 789, 1 },
-  { 7, 16384, 32, 790, 791, 1 },
-  { 7, 16384, 128, 790, 792, 0 },
-  { 7, 16384, 512, 793, 792, 0 },
-  { 7, 16384, 2048, 794, 795, 0 },
-  { 7, 16384, 8192, 796, 796, 0 },
-  { 7, 16384, 32768, 796, 796, 0 },
-  { 7, 32768, 1, 797, 797, 1 },
-  { 7, 32768, 8, 797, 797, 1 },
-  { 7, 32768, 32, 798, 799, 0 },
-  { 7, 32768, 128, 798, 800, 1 },
-  { 7, 32768, 512, 800, 800, 0 },
-  { 7, 32768, 2048, 801, 800, 0 },
-  { 7, 32768, 8192, 802, 802, 0 },
-  { 7, 32768, 32768, 801, 803, 0 },
-  { 7, 65536, 1, 804, 805, 1 },
-  { 7, 65536, 8, 806, 806, 1 },
-  { 7, 65536, 32, 807, 749, 1 },
-  { 7, 65536, 128, 808, 809, 0 },
-  { 7, 65536, 512, 809, 809, 0 },
-  { 7, 65536, 2048, 810, 811, 0 },
-  { 7, 65536, 8192, 802, 802, 0 },
-  { 7, 65536, 32768, 802, 802, 0 },
-  { 7, 131072, 1, 812, 813, 1 },
-  { 7, 131072, 8, 812, 814, 1 },
-  { 7, 131072, 32, 815, 749, 0 },
-  { 7, 131072, 128, 815, 749, 0 },
-  { 7, 131072, 512, 815, 749, 0 },
-  { 7, 131072, 2048, 815, 749, 0 },
-  { 7, 131072, 8192, 816, 749, 0 },
-  { 7, 131072, 32768, 816, 749, 0 },
-  { 8, 512, 1, 818, 819, 0 },
-  { 8, 512, 8, 818, 819, 0 },
-  { 8, 512, 32, 818, 819, 0 },
-  { 8, 512, 128, 820, 819, 0 },
-  { 8, 512, 512, 819, 819, 0 },
-  { 8, 512, 2048, 821, 821, 1 },
-  { 8, 512, 8192, 821, 821, 0 },
-  { 8, 512, 32768, 822, 822, 0 },
-  { 8, 768, 1, 823, 819, 0 },
-  { 8, 768, 8, 823, 824, 0 },
-  { 8, 768, 32, 823, 824, 0 },
-  { 8, 768, 128, 823, 819, 1 },
-  { 8, 768, 512, 819, 819, 0 },
-  { 8, 768, 2048, 825, 826, 1 },
-  { 8, 768, 8192, 819, 819, 0 },
-  { 8, 768, 32768, 819, 819, 0 },
-  { 8, 1024, 1, 827, 819, 0 },
-  { 8, 1024, 8, 827, 819, 0 },
-  { 8, 1024, 32, 827, 819, 0 },
-  { 8, 1024, 128, 819, 819, 1 },
-  { 8, 1024, 512, 828, 819, 0 },
-  { 8, 1024, 2048, 829, 819, 0 },
-  { 8, 1024, 8192, 819, 819, 0 },
-  { 8, 1024, 32768, 828, 819, 0 },
-  { 8, 1536, 1, 830, 831, 0 },
-  { 8, 1536, 8, 830, 831, 0 },
-  { 8, 1536, 32, 830, 832, 0 },
-  { 8, 1536, 128, 833, 834, 0 },
-  { 8, 1536, 512, 835, 831, 0 },
-  { 8, 1536, 2048, 836, 831, 0 },
-  { 8, 1536, 8192, 837, 837, 0 },
-  { 8, 1536, 32768, 837, 837, 0 },
-  { 8, 2048, 1, 838, 832, 0 },
-  { 8, 2048, 8, 838, 831, 0 },
-  { 8, 2048, 32, 838, 831, 1 },
-  { 8, 2048, 128, 839, 834, 0 },
-  { 8, 2048, 512, 840, 834, 0 },
-  { 8, 2048, 2048, 840, 831, 0 },
-  { 8, 2048, 8192, 841, 831, 0 },
-  { 8, 2048, 32768, 841, 831, 0 },
-  { 8, 2560, 1, 842, 843, 0 },
-  { 8, 2560, 8, 844, 843, 0 },
-  { 8, 2560, 32, 844, 845, 1 },
-  { 8, 2560, 128, 846, 847, 1 },
-  { 8, 2560, 512, 846, 847, 0 },
-  { 8, 2560, 2048, 842, 843, 0 },
-  { 8, 2560, 8192, 848, 843, 0 },
-  { 8, 2560, 32768, 848, 843, 0 },
-  { 8, 3072, 1, 849, 843, 0 },
-  { 8, 3072, 8, 850, 851, 0 },
-  { 8, 3072, 32, 850, 845, 1 },
-  { 8, 3072, 128, 852, 847, 1 },
-  { 8, 3072, 512, 852, 847, 1 },
-  { 8, 3072, 2048, 850, 843, 0 },
-  { 8, 3072, 8192, 853, 843, 0 },
-  { 8, 3072, 32768, 854, 843, 0 },
-  { 8, 4096, 1, 855, 856, 0 },
-  { 8, 4096, 8, 855, 857, 1 },
-  { 8, 4096, 32, 858, 859, 1 },
-  { 8, 4096, 128, 860, 861, 1 },
-  { 8, 4096, 512, 860, 857, 1 },
-  { 8, 4096, 2048, 862, 857, 0 },
-  { 8, 4096, 8192, 862, 857, 0 },
-  { 8, 4096, 32768, 863, 857, 0 },
-  { 8, 5120, 1, 864, 865, 1 },
-  { 8, 5120, 8, 864, 866, 1 },
-  { 8, 5120, 32, 867, 868, 1 },
-  { 8, 5120, 128, 867, 868, 0 },
-  { 8, 5120, 512, 867, 868, 1 },
-  { 8, 5120, 2048, 869, 869, 0 },
-  { 8, 5120, 8192, 870, 866, 0 },
-  { 8, 5120, 32768, 870, 866, 0 },
-  { 8, 6144, 1, 871, 865, 1 },
-  { 8, 6144, 8, 871, 872, 1 },
-  { 8, 6144, 32, 873, 868, 1 },
-  { 8, 6144, 128, 873, 874, 0 },
-  { 8, 6144, 512, 873, 868, 0 },
-  { 8, 6144, 2048, 875, 872, 0 },
-  { 8, 6144, 8192, 875, 872, 0 },
-  { 8, 6144, 32768, 876, 872, 0 },
-  { 8, 7168, 1, 877, 878, 1 },
-  { 8, 7168, 8, 877, 879, 1 },
+  { 3, 3072, 2048, 348, 348, 0 },
+  { 3, 3072, 8192, 356, 350, 0 },
+  { 3, 3072, 32768, 357, 357, 0 },
+  { 3, 4096, 1, 358, 345, 0 },
+  { 3, 4096, 8, 359, 345, 0 },
+  { 3, 4096, 32, 359, 345, 1 },
+  { 3, 4096, 128, 358, 345, 0 },
+  { 3, 4096, 512, 360, 345, 0 },
+  { 3, 4096, 2048, 361, 345, 0 },
+  { 3, 4096, 8192, 362, 345, 0 },
+  { 3, 4096, 32768, 363, 363, 0 },
+  { 3, 5120, 1, 364, 365, 1 },
+  { 3, 5120, 8, 364, 365, 1 },
+  { 3, 5120, 32, 364, 366, 1 },
+  { 3, 5120, 128, 364, 367, 1 },
+  { 3, 5120, 512, 368, 365, 0 },
+  { 3, 5120, 2048, 369, 369, 0 },
+  { 3, 5120, 8192, 368, 365, 0 },
+  { 3, 5120, 32768, 368, 365, 0 },
+  { 3, 6144, 1, 370, 371, 0 },
+  { 3, 6144, 8, 370, 365, 1 },
+  { 3, 6144, 32, 372, 366, 1 },
+  { 3, 6144, 128, 372, 367, 0 },
+  { 3, 6144, 512, 373, 365, 0 },
+  { 3, 6144, 2048, 369, 369, 0 },
+  { 3, 6144, 8192, 365, 365, 0 },
+  { 3, 6144, 32768, 374, 365, 0 },
+  { 3, 7168, 1, 375, 371, 0 },
+  { 3, 7168, 8, 375, 371, 1 },
+  { 3, 7168, 32, 376, 377, 1 },
+  { 3, 7168, 128, 376, 367, 1 },
+  { 3, 7168, 512, 378, 379, 0 },
+  { 3, 7168, 2048, 380, 381, 0 },
+  { 3, 7168, 8192, 382, 381, 0 },
+  { 3, 7168, 32768, 383, 383, 0 },
+  { 3, 8192, 1, 384, 385, 0 },
+  { 3, 8192, 8, 384, 385, 0 },
+  { 3, 8192, 32, 385, 385, 1 },
+  { 3, 8192, 128, 386, 387, 1 },
+  { 3, 8192, 512, 388, 379, 0 },
+  { 3, 8192, 2048, 389, 381, 0 },
+  { 3, 8192, 8192, 390, 381, 0 },
+  { 3, 8192, 32768, 383, 383, 0 },
+  { 3, 12288, 1, 391, 392, 0 },
+  { 3, 12288, 8, 391, 393, 0 },
+  { 3, 12288, 32, 394, 394, 1 },
+  { 3, 12288, 128, 395, 392, 1 },
+  { 3, 12288, 512, 396, 397, 1 },
+  { 3, 12288, 2048, 396, 397, 0 },
+  { 3, 12288, 8192, 398, 397, 0 },
+  { 3, 12288, 32768, 399, 397, 0 },
+  { 3, 16384, 1, 400, 401, 0 },
+  { 3, 16384, 8, 400, 402, 0 },
+  { 3, 16384, 32, 403, 403, 1 },
+  { 3, 16384, 128, 404, 392, 0 },
+  { 3, 16384, 512, 405, 402, 0 },
+  { 3, 16384, 2048, 406, 402, 0 },
+  { 3, 16384, 8192, 407, 402, 0 },
+  { 3, 16384, 32768, 408, 408, 0 },
+  { 3, 32768, 1, 409, 410, 0 },
+  { 3, 32768, 8, 409, 410, 0 },
+  { 3, 32768, 32, 411, 411, 1 },
+  { 3, 32768, 128, 412, 410, 1 },
+  { 3, 32768, 512, 413, 410, 0 },
+  { 3, 32768, 2048, 414, 415, 0 },
+  { 3, 32768, 8192, 414, 415, 0 },
+  { 3, 32768, 32768, 414, 415, 0 },
+  { 3, 65536, 1, 416, 417, 0 },
+  { 3, 65536, 8, 416, 417, 1 },
+  { 3, 65536, 32, 416, 417, 0 },
+  { 3, 65536, 128, 418, 410, 0 },
+  { 3, 65536, 512, 419, 410, 0 },
+  { 3, 65536, 2048, 420, 421, 0 },
+  { 3, 65536, 8192, 420, 421, 0 },
+  { 3, 65536, 32768, 420, 415, 0 },
+  { 3, 131072, 1, 422, 422, 1 },
+  { 3, 131072, 8, 423, 424, 1 },
+  { 3, 131072, 32, 425, 410, 1 },
+  { 3, 131072, 128, 425, 410, 0 },
+  { 3, 131072, 512, 426, 410, 0 },
+  { 3, 131072, 2048, 426, 421, 0 },
+  { 3, 131072, 8192, 427, 421, 0 },
+  { 3, 131072, 32768, 427, 421, 0 },
+  { 4, 512, 1, 429, 430, 0 },
+  { 4, 512, 8, 431, 430, 0 },
+  { 4, 512, 32, 431, 430, 0 },
+  { 4, 512, 128, 431, 430, 0 },
+  { 4, 512, 512, 432, 430, 0 },
+  { 4, 512, 2048, 433, 433, 0 },
+  { 4, 512, 8192, 434, 430, 0 },
+  { 4, 512, 32768, 433, 433, 0 },
+  { 4, 768, 1, 435, 430, 0 },
+  { 4, 768, 8, 435, 430, 0 },
+  { 4, 768, 32, 435, 430, 0 },
+  { 4, 768, 128, 435, 430, 0 },
+  { 4, 768, 512, 436, 430, 0 },
+  { 4, 768, 2048, 437, 437, 0 },
+  { 4, 768, 8192, 438, 430, 1 },
+  { 4, 768, 32768, 439, 430, 0 },
+  { 4, 1024, 1, 440, 430, 0 },
+  { 4, 1024, 8, 440, 430, 0 },
+  { 4, 1024, 32, 440, 430, 0 },
+  { 4, 1024, 128, 440, 430, 0 },
+  { 4, 1024, 512, 430, 430, 0 },
+  { 4, 1024, 2048, 441, 441, 1 },
+  { 4, 1024, 8192, 442, 430, 0 },
+  { 4, 1024, 32768, 443, 443, 0 },
+  { 4, 1536, 1, 444, 430, 0 },
+  { 4, 1536, 8, 444, 430, 0 },
+  { 4, 1536, 32, 444, 430, 0 },
+  { 4, 1536, 128, 445, 430, 1 },
+  { 4, 1536, 512, 446, 430, 0 },
+  { 4, 1536, 2048, 447, 430, 1 },
+  { 4, 1536, 8192, 447, 430, 0 },
+  { 4, 1536, 32768, 446, 430, 0 },
+  { 4, 2048, 1, 448, 430, 0 },
+  { 4, 2048, 8, 448, 430, 0 },
+  { 4, 2048, 32, 448, 430, 0 },
+  { 4, 2048, 128, 449, 430, 1 },
+  { 4, 2048, 512, 430, 430, 0 },
+  { 4, 2048, 2048, 450, 430, 0 },
+  { 4, 2048, 8192, 430, 430, 0 },
+  { 4, 2048, 32768, 430, 430, 0 },
+  { 4, 2560, 1, 451, 452, 0 },
+  { 4, 2560, 8, 451, 452, 1 },
+  { 4, 2560, 32, 453, 452, 1 },
+  { 4, 2560, 128, 451, 452, 1 },
+  { 4, 2560, 512, 454, 452, 0 },
+  { 4, 2560, 2048, 455, 452, 1 },
+  { 4, 2560, 8192, 456, 452, 0 },
+  { 4, 2560, 32768, 456, 452, 0 },
+  { 4, 3072, 1, 457, 452, 0 },
+  { 4, 3072, 8, 458, 452, 1 },
+  { 4, 3072, 32, 457, 452, 1 },
+  { 4, 3072, 128, 458, 452, 1 },
+  { 4, 3072, 512, 459, 452, 0 },
+  { 4, 3072, 2048, 460, 452, 1 },
+  { 4, 3072, 8192, 452, 452, 0 },
+  { 4, 3072, 32768, 452, 452, 0 },
+  { 4, 4096, 1, 461, 452, 0 },
+  { 4, 4096, 8, 462, 452, 1 },
+  { 4, 4096, 32, 461, 452, 1 },
+  { 4, 4096, 128, 463, 452, 1 },
+  { 4, 4096, 512, 464, 464, 1 },
+  { 4, 4096, 2048, 463, 452, 0 },
+  { 4, 4096, 8192, 465, 452, 0 },
+  { 4, 4096, 32768, 452, 452, 0 },
+  { 4, 5120, 1, 466, 467, 1 },
+  { 4, 5120, 8, 466, 467, 1 },
+  { 4, 5120, 32, 468, 467, 1 },
+  { 4, 5120, 128, 469, 470, 1 },
+  { 4, 5120, 512, 471, 472, 0 },
+  { 4, 5120, 2048, 473, 467, 0 },
+  { 4, 5120, 8192, 473, 467, 0 },
+  { 4, 5120, 32768, 474, 474, 0 },
+  { 4, 6144, 1, 475, 467, 1 },
+  { 4, 6144, 8, 475, 467, 1 },
+  { 4, 6144, 32, 476, 470, 1 },
+  { 4, 6144, 128, 477, 477, 1 },
+  { 4, 6144, 512, 478, 467, 0 },
+  { 4, 6144, 2048, 479, 467, 0 },
+  { 4, 6144, 8192, 474, 474, 0 },
+  { 4, 6144, 32768, 474, 474, 0 },
+  { 4, 7168, 1, 480, 481, 1 },
+  { 4, 7168, 8, 480, 481, 1 },
+  { 4, 7168, 32, 482, 470, 0 },
+  { 4, 7168, 128, 477, 477, 1 },
+  { 4, 7168, 512, 483, 484, 0 },
+  { 4, 7168, 2048, 485, 485, 0 },
+  { 4, 7168, 8192, 485, 485, 0 },
+  { 4, 7168, 32768, 485, 485, 0 },
+  { 4, 8192, 1, 486, 487, 0 },
+  { 4, 8192, 8, 488, 481, 1 },
+  { 4, 8192, 32, 489, 481, 1 },
+  { 4, 8192, 128, 477, 477, 1 },
+  { 4, 8192, 512, 490, 484, 0 },
+  { 4, 8192, 2048, 491, 481, 0 },
+  { 4, 8192, 8192, 492, 492, 0 },
+  { 4, 8192, 32768, 492, 492, 0 },
+  { 4, 12288, 1, 493, 494, 1 },
+  { 4, 12288, 8, 493, 494, 1 },
+  { 4, 12288, 32, 495, 494, 1 },
+  { 4, 12288, 128, 495, 494, 1 },
+  { 4, 12288, 512, 496, 497, 1 },
+  { 4, 12288, 2048, 498, 494, 0 },
+  { 4, 12288, 8192, 499, 499, 0 },
+  { 4, 12288, 32768, 499, 499, 0 },
+  { 4, 16384, 1, 500, 501, 0 },
+  { 4, 16384, 8, 500, 501, 1 },
+  { 4, 16384, 32, 502, 501, 1 },
+  { 4, 16384, 128, 503, 504, 1 },
+  { 4, 16384, 512, 503, 501, 0 },
+  { 4, 16384, 2048, 499, 499, 0 },
+  { 4, 16384, 8192, 505, 505, 0 },
+  { 4, 16384, 32768, 505, 505, 0 },
+  { 4, 32768, 1, 506, 507, 1 },
+  { 4, 32768, 8, 506, 507, 1 },
+  { 4, 32768, 32, 508, 508, 1 },
+  { 4, 32768, 128, 509, 507, 0 },
+  { 4, 32768, 512, 510, 510, 0 },
+  { 4, 32768, 2048, 510, 510, 0 },
+  { 4, 32768, 8192, 510, 510, 0 },
+  { 4, 32768, 32768, 510, 510, 0 },
+  { 4, 65536, 1, 511, 507, 1 },
+  { 4, 65536, 8, 511, 507, 1 },
+  { 4, 65536, 32, 511, 512, 1 },
+  { 4, 65536, 128, 513, 507, 0 },
+  { 4, 65536, 512, 514, 514, 0 },
+  { 4, 65536, 2048, 514, 514, 0 },
+  { 4, 65536, 8192, 514, 514, 0 },
+  { 4, 65536, 32768, 514, 514, 0 },
+  { 4, 131072, 1, 515, 507, 1 },
+  { 4, 131072, 8, 516, 507, 1 },
+  { 4, 131072, 32, 517, 507, 1 },
+  { 4, 131072, 128, 517, 507, 0 },
+  { 4, 131072, 512, 517, 507, 0 },
+  { 4, 131072, 2048, 518, 514, 0 },
+  { 4, 131072, 8192, 518, 514, 0 },
+  { 4, 131072, 32768, 518, 514, 0 },
+  { 5, 512, 1, 520, 521, 0 },
+  { 5, 512, 8, 522, 521, 0 },
+  { 5, 512, 32, 522, 521, 0 },
+  { 5, 512, 128, 520, 521, 0 },
+  { 5, 512, 512, 523, 521, 0 },
+  { 5, 512, 2048, 524, 521, 0 },
+  { 5, 512, 8192, 525, 521, 1 },
+  { 5, 512, 32768, 526, 521, 0 },
+  { 5, 768, 1, 527, 521, 0 },
+  { 5, 768, 8, 527, 521, 0 },
+  { 5, 768, 32, 527, 521, 0 },
+  { 5, 768, 128, 527, 521, 0 },
+  { 5, 768, 512, 528, 521, 0 },
+  { 5, 768, 2048, 529, 521, 0 },
+  { 5, 768, 8192, 530, 521, 1 },
+  { 5, 768, 32768, 531, 521, 0 },
+  { 5, 1024, 1, 532, 521, 0 },
+  { 5, 1024, 8, 533, 521, 0 },
+  { 5, 1024, 32, 533, 521, 0 },
+  { 5, 1024, 128, 533, 521, 0 },
+  { 5, 1024, 512, 533, 521, 0 },
+  { 5, 1024, 2048, 534, 521, 0 },
+  { 5, 1024, 8192, 535, 521, 0 },
+  { 5, 1024, 32768, 536, 537, 0 },
+  { 5, 1536, 1, 538, 521, 0 },
+  { 5, 1536, 8, 538, 521, 0 },
+  { 5, 1536, 32, 538, 521, 0 },
+  { 5, 1536, 128, 538, 521, 0 },
+  { 5, 1536, 512, 538, 521, 0 },
+  { 5, 1536, 2048, 539, 521, 0 },
+  { 5, 1536, 8192, 540, 521, 1 },
+  { 5, 1536, 32768, 541, 542, 0 },
+  { 5, 2048, 1, 543, 521, 0 },
+  { 5, 2048, 8, 543, 521, 0 },
+  { 5, 2048, 32, 543, 521, 0 },
+  { 5, 2048, 128, 543, 521, 0 },
+  { 5, 2048, 512, 543, 521, 0 },
+  { 5, 2048, 2048, 544, 521, 1 },
+  { 5, 2048, 8192, 545, 521, 0 },
+  { 5, 2048, 32768, 546, 546, 0 },
+  { 5, 2560, 1, 547, 548, 1 },
+  { 5, 2560, 8, 547, 548, 0 },
+  { 5, 2560, 32, 549, 548, 0 },
+  { 5, 2560, 128, 550, 550, 1 },
+  { 5, 2560, 512, 547, 548, 0 },
+  { 5, 2560, 2048, 549, 551, 0 },
+  { 5, 2560, 8192, 552, 553, 0 },
+  { 5, 2560, 32768, 552, 553, 0 },
+  { 5, 3072, 1, 554, 548, 0 },
+  { 5, 3072, 8, 554, 548, 0 },
+  { 5, 3072, 32, 554, 548, 1 },
+  { 5, 3072, 128, 550, 550, 1 },
+  { 5, 3072, 512, 554, 548, 0 },
+  { 5, 3072, 2048, 555, 548, 1 },
+  { 5, 3072, 8192, 556, 553, 0 },
+  { 5, 3072, 32768, 556, 553, 0 },
+  { 5, 4096, 1, 557, 548, 0 },
+  { 5, 4096, 8, 557, 548, 0 },
+  { 5, 4096, 32, 557, 548, 1 },
+  { 5, 4096, 128, 558, 548, 1 },
+  { 5, 4096, 512, 557, 548, 0 },
+  { 5, 4096, 2048, 559, 548, 1 },
+  { 5, 4096, 8192, 560, 548, 0 },
+  { 5, 4096, 32768, 561, 561, 0 },
+  { 5, 5120, 1, 562, 563, 1 },
+  { 5, 5120, 8, 562, 563, 1 },
+  { 5, 5120, 32, 562, 564, 1 },
+  { 5, 5120, 128, 564, 564, 0 },
+  { 5, 5120, 512, 565, 563, 0 },
+  { 5, 5120, 2048, 566, 566, 0 },
+  { 5, 5120, 8192, 565, 563, 0 },
+  { 5, 5120, 32768, 565, 563, 0 },
+  { 5, 6144, 1, 567, 568, 0 },
+  { 5, 6144, 8, 567, 563, 1 },
+  { 5, 6144, 32, 564, 564, 0 },
+  { 5, 6144, 128, 564, 564, 1 },
+  { 5, 6144, 512, 569, 563, 0 },
+  { 5, 6144, 2048, 566, 566, 0 },
+  { 5, 6144, 8192, 563, 563, 0 },
+  { 5, 6144, 32768, 563, 563, 0 },
+  { 5, 7168, 1, 570, 568, 0 },
+  { 5, 7168, 8, 570, 568, 1 },
+  { 5, 7168, 32, 571, 564, 0 },
+  { 5, 7168, 128, 570, 564, 0 },
+  { 5, 7168, 512, 572, 573, 0 },
+  { 5, 7168, 2048, 574, 573, 1 },
+  { 5, 7168, 8192, 572, 573, 0 },
+  { 5, 7168, 32768, 572, 573, 0 },
+  { 5, 8192, 1, 575, 576, 0 },
+  { 5, 8192, 8, 575, 577, 0 },
+  { 5, 8192, 32, 578, 576, 0 },
+  { 5, 8192, 128, 579, 576, 0 },
+  { 5, 8192, 512, 580, 573, 0 },
+  { 5, 8192, 2048, 581, 573, 0 },
+  { 5, 8192, 8192, 582, 573, 0 },
+  { 5, 8192, 32768, 583, 573, 0 },
+  { 5, 12288, 1, 584, 585, 1 },
+  { 5, 12288, 8, 584, 585, 1 },
+  { 5, 12288, 32, 586, 587, 0 },
+  { 5, 12288, 128, 584, 585, 1 },
+  { 5, 12288, 512, 588, 585, 0 },
+  { 5, 12288, 2048, 589, 585, 0 },
+  { 5, 12288, 8192, 590, 585, 0 },
+  { 5, 12288, 32768, 591, 585, 0 },
+  { 5, 16384, 1, 592, 593, 0 },
+  { 5, 16384, 8, 592, 594, 1 },
+  { 5, 16384, 32, 595, 596, 1 },
+  { 5, 16384, 128, 597, 596, 1 },
+  { 5, 16384, 512, 598, 596, 0 },
+  { 5, 16384, 2048, 599, 600, 0 },
+  { 5, 16384, 8192, 601, 596, 0 },
+  { 5, 16384, 32768, 601, 600, 0 },
+  { 5, 32768, 1, 602, 603, 0 },
+  { 5, 32768, 8, 602, 603, 0 },
+  { 5, 32768, 32, 602, 604, 1 },
+  { 5, 32768, 128, 605, 603, 0 },
+  { 5, 32768, 512, 606, 603, 0 },
+  { 5, 32768, 2048, 607, 608, 0 },
+  { 5, 32768, 8192, 609, 608, 0 },
+  { 5, 32768, 32768, 609, 608, 0 },
+  { 5, 65536, 1, 610, 603, 1 },
+  { 5, 65536, 8, 610, 611, 1 },
+  { 5, 65536, 32, 610, 603, 0 },
+  { 5, 65536, 128, 612, 603, 0 },
+  { 5, 65536, 512, 613, 603, 0 },
+  { 5, 65536, 2048, 614, 615, 0 },
+  { 5, 65536, 8192, 614, 615, 0 },
+  { 5, 65536, 32768, 614, 615, 0 },
+  { 5, 131072, 1, 616, 603, 1 },
+  { 5, 131072, 8, 616, 603, 1 },
+  { 5, 131072, 32, 617, 603, 1 },
+  { 5, 131072, 128, 617, 603, 0 },
+  { 5, 131072, 512, 618, 603, 0 },
+  { 5, 131072, 2048, 618, 603, 0 },
+  { 5, 131072, 8192, 619, 615, 0 },
+  { 5, 131072, 32768, 619, 615, 0 },
+  { 6, 512, 1, 621, 622, 0 },
+  { 6, 512, 8, 623, 622, 0 },
+  { 6, 512, 32, 624, 622, 0 },
+  { 6, 512, 128, 624, 622, 0 },
+  { 6, 512, 512, 625, 622, 1 },
+  { 6, 512, 2048, 624, 626, 0 },
+  { 6, 512, 8192, 624, 622, 0 },
+  { 6, 512, 32768, 626, 626, 0 },
+  { 6, 768, 1, 627, 622, 0 },
+  { 6, 768, 8, 627, 622, 0 },
+  { 6, 768, 32, 627, 622, 0 },
+  { 6, 768, 128, 627, 622, 0 },
+  { 6, 768, 512, 628, 622, 1 },
+  { 6, 768, 2048, 629, 629, 0 },
+  { 6, 768, 8192, 630, 622, 1 },
+  { 6, 768, 32768, 631, 622, 0 },
+  { 6, 1024, 1, 632, 622, 0 },
+  { 6, 1024, 8, 632, 622, 0 },
+  { 6, 1024, 32, 632, 622, 0 },
+  { 6, 1024, 128, 633, 622, 1 },
+  { 6, 1024, 512, 634, 622, 0 },
+  { 6, 1024, 2048, 635, 635, 0 },
+  { 6, 1024, 8192, 636, 622, 0 },
+  { 6, 1024, 32768, 637, 637, 0 },
+  { 6, 1536, 1, 638, 622, 0 },
+  { 6, 1536, 8, 638, 622, 0 },
+  { 6, 1536, 32, 638, 622, 0 },
+  { 6, 1536, 128, 638, 622, 1 },
+  { 6, 1536, 512, 638, 622, 0 },
+  { 6, 1536, 2048, 639, 622, 1 },
+  { 6, 1536, 8192, 638, 622, 0 },
+  { 6, 1536, 32768, 638, 622, 0 },
+  { 6, 2048, 1, 640, 622, 0 },
+  { 6, 2048, 8, 640, 622, 0 },
+  { 6, 2048, 32, 640, 622, 0 },
+  { 6, 2048, 128, 641, 622, 1 },
+  { 6, 2048, 512, 640, 622, 0 },
+  { 6, 2048, 2048, 642, 622, 0 },
+  { 6, 2048, 8192, 643, 643, 0 },
+  { 6, 2048, 32768, 643, 643, 0 },
+  { 6, 2560, 1, 644, 645, 0 },
+  { 6, 2560, 8, 644, 645, 0 },
+  { 6, 2560, 32, 644, 645, 1 },
+  { 6, 2560, 128, 646, 645, 1 },
+  { 6, 2560, 512, 644, 645, 0 },
+  { 6, 2560, 2048, 647, 645, 1 },
+  { 6, 2560, 8192, 648, 645, 0 },
+  { 6, 2560, 32768, 649, 649, 0 },
+  { 6, 3072, 1, 650, 645, 0 },
+  { 6, 3072, 8, 650, 645, 0 },
+  { 6, 3072, 32, 651, 645, 1 },
+  { 6, 3072, 128, 652, 645, 1 },
+  { 6, 3072, 512, 650, 645, 0 },
+  { 6, 3072, 2048, 651, 645, 0 },
+  { 6, 3072, 8192, 649, 649, 0 },
+  { 6, 3072, 32768, 649, 649, 0 },
+  { 6, 4096, 1, 653, 645, 1 },
+  { 6, 4096, 8, 653, 645, 1 },
+  { 6, 4096, 32, 654, 645, 1 },
+  { 6, 4096, 128, 653, 645, 1 },
+  { 6, 4096, 512, 655, 655, 0 },
+  { 6, 4096, 2048, 656, 645, 0 },
+  { 6, 4096, 8192, 645, 645, 0 },
+  { 6, 4096, 32768, 645, 645, 0 },
+  { 6, 5120, 1, 657, 658, 1 },
+  { 6, 5120, 8, 657, 658, 1 },
+  { 6, 5120, 32, 659, 660, 0 },
+  { 6, 5120, 128, 659, 660, 1 },
+  { 6, 5120, 512, 661, 662, 0 },
+  { 6, 5120, 2048, 663, 658, 0 },
+  { 6, 5120, 8192, 664, 658, 0 },
+  { 6, 5120, 32768, 664, 658, 0 },
+  { 6, 6144, 1, 665, 658, 1 },
+  { 6, 6144, 8, 665, 658, 1 },
+  { 6, 6144, 32, 666, 660, 0 },
+  { 6, 6144, 128, 667, 660, 1 },
+  { 6, 6144, 512, 668, 658, 0 },
+  { 6, 6144, 2048, 669, 658, 0 },
+  { 6, 6144, 8192, 658, 658, 0 },
+  { 6, 6144, 32768, 658, 658, 0 },
+  { 6, 7168, 1, 670, 671, 1 },
+  { 6, 7168, 8, 670, 671, 1 },
+  { 6, 7168, 32, 672, 660, 0 },
+  { 6, 7168, 128, 673, 660, 1 },
+  { 6, 7168, 512, 674, 675, 0 },
+  { 6, 7168, 2048, 676, 671, 0 },
+  { 6, 7168, 8192, 676, 671, 0 },
+  { 6, 7168, 32768, 676, 671, 0 },
+  { 6, 8192, 1, 677, 671, 0 },
+  { 6, 8192, 8, 677, 671, 0 },
+  { 6, 8192, 32, 678, 671, 1 },
+  { 6, 8192, 128, 679, 671, 1 },
+  { 6, 8192, 512, 680, 675, 0 },
+  { 6, 8192, 2048, 681, 671, 0 },
+  { 6, 8192, 8192, 681, 671, 0 },
+  { 6, 8192, 32768, 681, 671, 0 },
+  { 6, 12288, 1, 682, 683, 0 },
+  { 6, 12288, 8, 682, 683, 1 },
+  { 6, 12288, 32, 684, 685, 1 },
+  { 6, 12288, 128, 684, 683, 1 },
+  { 6, 12288, 512, 684, 686, 1 },
+  { 6, 12288, 2048, 687, 683, 0 },
+  { 6, 12288, 8192, 687, 683, 0 },
+  { 6, 12288, 32768, 688, 683, 0 },
+  { 6, 16384, 1, 689, 690, 0 },
+  { 6, 16384, 8, 689, 690, 1 },
+  { 6, 16384, 32, 691, 690, 0 },
+  { 6, 16384, 128, 691, 690, 1 },
+  { 6, 16384, 512, 692, 690, 0 },
+  { 6, 16384, 2048, 693, 690, 0 },
+  { 6, 16384, 8192, 694, 690, 0 },
+  { 6, 16384, 32768, 694, 690, 0 },
+  { 6, 32768, 1, 695, 696, 1 },
+  { 6, 32768, 8, 695, 696, 1 },
+  { 6, 32768, 32, 697, 698, 1 },
+  { 6, 32768, 128, 699, 696, 0 },
+  { 6, 32768, 512, 699, 696, 0 },
+  { 6, 32768, 2048, 700, 696, 0 },
+  { 6, 32768, 8192, 700, 701, 0 },
+  { 6, 32768, 32768, 700, 696, 0 },
+  { 6, 65536, 1, 702, 696, 1 },
+  { 6, 65536, 8, 703, 704, 1 },
+  { 6, 65536, 32, 703, 696, 1 },
+  { 6, 65536, 128, 705, 696, 0 },
+  { 6, 65536, 512, 705, 696, 0 },
+  { 6, 65536, 2048, 706, 696, 0 },
+  { 6, 65536, 8192, 706, 696, 0 },
+  { 6, 65536, 32768, 706, 696, 0 },
+  { 6, 131072, 1, 707, 696, 1 },
+  { 6, 131072, 8, 708, 696, 0 },
+  { 6, 131072, 32, 709, 696, 0 },
+  { 6, 131072, 128, 709, 696, 0 },
+  { 6, 131072, 512, 709, 696, 0 },
+  { 6, 131072, 2048, 710, 696, 0 },
+  { 6, 131072, 8192, 710, 696, 0 },
+  { 6, 131072, 32768, 710, 696, 0 },
+  { 7, 512, 1, 712, 713, 0 },
+  { 7, 512, 8, 714, 713, 0 },
+  { 7, 512, 32, 714, 713, 0 },
+  { 7, 512, 128, 715, 713, 0 },
+  { 7, 512, 512, 716, 716, 0 },
+  { 7, 512, 2048, 717, 718, 0 },
+  { 7, 512, 8192, 717, 719, 0 },
+  { 7, 512, 32768, 720, 720, 0 },
+  { 7, 768, 1, 721, 713, 0 },
+  { 7, 768, 8, 721, 713, 0 },
+  { 7, 768, 32, 722, 722, 0 },
+  { 7, 768, 128, 721, 713, 0 },
+  { 7, 768, 512, 723, 723, 0 },
+  { 7, 768, 2048, 721, 724, 0 },
+  { 7, 768, 8192, 725, 726, 0 },
+  { 7, 768, 32768, 727, 727, 0 },
+  { 7, 1024, 1, 728, 713, 0 },
+  { 7, 1024, 8, 728, 713, 0 },
+  { 7, 1024, 32, 728, 713, 0 },
+  { 7, 1024, 128, 728, 713, 0 },
+  { 7, 1024, 512, 729, 713, 0 },
+  { 7, 1024, 2048, 730, 724, 1 },
+  { 7, 1024, 8192, 728, 713, 0 },
+  { 7, 1024, 32768, 731, 731, 0 },
+  { 7, 1536, 1, 732, 733, 0 },
+  { 7, 1536, 8, 732, 734, 0 },
+  { 7, 1536, 32, 732, 735, 0 },
+  { 7, 1536, 128, 736, 736, 0 },
+  { 7, 1536, 512, 732, 734, 0 },
+  { 7, 1536, 2048, 737, 738, 0 },
+  { 7, 1536, 8192, 739, 739, 0 },
+  { 7, 1536, 32768, 739, 739, 0 },
+  { 7, 2048, 1, 740, 733, 0 },
+  { 7, 2048, 8, 740, 735, 0 },
+  { 7, 2048, 32, 740, 733, 0 },
+  { 7, 2048, 128, 740, 736, 0 },
+  { 7, 2048, 512, 741, 733, 0 },
+  { 7, 2048, 2048, 742, 742, 1 },
+  { 7, 2048, 8192, 743, 743, 0 },
+  { 7, 2048, 32768, 744, 744, 0 },
+  { 7, 2560, 1, 745, 746, 0 },
+  { 7, 2560, 8, 745, 747, 0 },
+  { 7, 2560, 32, 748, 748, 1 },
+  { 7, 2560, 128, 749, 750, 0 },
+  { 7, 2560, 512, 745, 747, 0 },
+  { 7, 2560, 2048, 751, 751, 0 },
+  { 7, 2560, 8192, 752, 752, 0 },
+  { 7, 2560, 32768, 752, 752, 0 },
+  { 7, 3072, 1, 753, 746, 0 },
+  { 7, 3072, 8, 753, 747, 0 },
+  { 7, 3072, 32, 754, 754, 1 },
+  { 7, 3072, 128, 755, 756, 0 },
+  { 7, 3072, 512, 755, 756, 0 },
+  { 7, 3072, 2048, 757, 757, 0 },
+  { 7, 3072, 8192, 758, 758, 0 },
+  { 7, 3072, 32768, 758, 758, 0 },
+  { 7, 4096, 1, 759, 760, 0 },
+  { 7, 4096, 8, 761, 760, 0 },
+  { 7, 4096, 32, 762, 760, 1 },
+  { 7, 4096, 128, 761, 760, 1 },
+  { 7, 4096, 512, 761, 756, 0 },
+  { 7, 4096, 2048, 761, 760, 0 },
+  { 7, 4096, 8192, 752, 752, 0 },
+  { 7, 4096, 32768, 758, 758, 0 },
+  { 7, 5120, 1, 763, 764, 1 },
+  { 7, 5120, 8, 763, 765, 0 },
+  { 7, 5120, 32, 763, 766, 1 },
+  { 7, 5120, 128, 763, 767, 1 },
+  { 7, 5120, 512, 763, 767, 1 },
+  { 7, 5120, 2048, 768, 764, 0 },
+  { 7, 5120, 8192, 758, 758, 0 },
+  { 7, 5120, 32768, 769, 769, 0 },
+  { 7, 6144, 1, 770, 770, 1 },
+  { 7, 6144, 8, 770, 770, 1 },
+  { 7, 6144, 32, 771, 766, 0 },
+  { 7, 6144, 128, 771, 772, 1 },
+  { 7, 6144, 512, 773, 773, 0 },
+  { 7, 6144, 2048, 774, 774, 0 },
+  { 7, 6144, 8192, 775, 775, 0 },
+  { 7, 6144, 32768, 775, 775, 0 },
+  { 7, 7168, 1, 776, 776, 1 },
+  { 7, 7168, 8, 776, 776, 1 },
+  { 7, 7168, 32, 777, 778, 1 },
+  { 7, 7168, 128, 777, 779, 1 },
+  { 7, 7168, 512, 777, 780, 0 },
+  { 7, 7168, 2048, 781, 779, 0 },
+  { 7, 7168, 8192, 775, 775, 0 },
+  { 7, 7168, 32768, 775, 775, 0 },
+  { 7, 8192, 1, 782, 783, 0 },
+  { 7, 8192, 8, 784, 784, 1 },
+  { 7, 8192, 32, 785, 778, 0 },
+  { 7, 8192, 128, 786, 787, 0 },
+  { 7, 8192, 512, 788, 780, 1 },
+  { 7, 8192, 2048, 789, 783, 0 },
+  { 7, 8192, 8192, 790, 783, 0 },
+  { 7, 8192, 32768, 775, 775, 0 },
+  { 7, 12288, 1, 791, 791, 1 },
+  { 7, 12288, 8, 791, 791, 1 },
+  { 7, 12288, 32, 792, 793, 1 },
+  { 7, 12288, 128, 792, 793, 0 },
+  { 7, 12288, 512, 794, 794, 1 },
+  { 7, 12288, 2048, 795, 796, 0 },
+  { 7, 12288, 8192, 797, 797, 0 },
+  { 7, 12288, 32768, 797, 797, 0 },
+  { 7, 16384, 1, 798, 799, 0 },
+  { 7, 16384, 8, 800, 801, 1 },
+  { 7, 16384, 32, 802, 799, 1 },
+  { 7, 16384, 128, 802, 803, 0 },
+  { 7, 16384, 512, 804, 804, 2 },
+  { 7, 16384, 2048, 805, 799, 0 },
+  { 7, 16384, 8192, 797, 797, 0 },
+  { 7, 16384, 32768, 797, 797, 0 },
+  { 7, 32768, 1, 806, 758, 0 },
+  { 7, 32768, 8, 806, 807, 1 },
+  { 7, 32768, 32, 808, 809, 0 },
+  { 7, 32768, 128, 810, 810, 1 },
+  { 7, 32768, 512, 810, 810, 0 },
+  { 7, 32768, 2048, 811, 812, 0 },
+  { 7, 32768, 8192, 812, 812, 0 },
+  { 7, 32768, 32768, 811, 812, 0 },
+  { 7, 65536, 1, 813, 814, 1 },
+  { 7, 65536, 8, 815, 815, 1 },
+  { 7, 65536, 32, 816, 817, 1 },
+  { 7, 65536, 128, 818, 817, 0 },
+  { 7, 65536, 512, 817, 817, 0 },
+  { 7, 65536, 2048, 819, 820, 2 },
+  { 7, 65536, 8192, 812, 812, 0 },
+  { 7, 65536, 32768, 812, 812, 0 },
+  { 7, 131072, 1, 821, 822, 1 },
+  { 7, 131072, 8, 823, 824, 1 },
+  { 7, 131072, 32, 825, 758, 0 },
+  { 7, 131072, 128, 825, 758, 0 },
+  { 7, 131072, 512, 825, 758, 0 },
+  { 7, 131072, 2048, 825, 758, 0 },
+  { 7, 131072, 8192, 826, 758, 2 },
+  { 7, 131072, 32768, 825, 758, 0 },
+  { 8, 512, 1, 828, 829, 0 },
+  { 8, 512, 8, 828, 829, 0 },
+  { 8, 512, 32, 828, 829, 0 },
+  { 8, 512, 128, 828, 829, 0 },
+  { 8, 512, 512, 829, 829, 0 },
+  { 8, 512, 2048, 830, 830, 1 },
+  { 8, 512, 8192, 830, 830, 0 },
+  { 8, 512, 32768, 831, 831, 0 },
+  { 8, 768, 1, 832, 829, 0 },
+  { 8, 768, 8, 832, 829, 0 },
+  { 8, 768, 32, 832, 829, 0 },
+  { 8, 768, 128, 832, 829, 1 },
+  { 8, 768, 512, 829, 829, 0 },
+  { 8, 768, 2048, 833, 834, 1 },
+  { 8, 768, 8192, 829, 829, 0 },
+  { 8, 768, 32768, 829, 829, 0 },
+  { 8, 1024, 1, 835, 829, 0 },
+  { 8, 1024, 8, 835, 829, 0 },
+  { 8, 1024, 32, 835, 829, 0 },
+  { 8, 1024, 128, 835, 829, 1 },
+  { 8, 1024, 512, 829, 829, 0 },
+  { 8, 1024, 2048, 836, 836, 1 },
+  { 8, 1024, 8192, 829, 829, 0 },
+  { 8, 1024, 32768, 829, 829, 0 },
+  { 8, 1536, 1, 837, 838, 0 },
+  { 8, 1536, 8, 837, 839, 0 },
+  { 8, 1536, 32, 837, 838, 0 },
+  { 8, 1536, 128, 839, 839, 0 },
+  { 8, 1536, 512, 840, 838, 0 },
+  { 8, 1536, 2048, 841, 838, 1 },
+  { 8, 1536, 8192, 842, 842, 0 },
+  { 8, 1536, 32768, 842, 842, 0 },
+  { 8, 2048, 1, 843, 838, 0 },
+  { 8, 2048, 8, 843, 838, 0 },
+  { 8, 2048, 32, 843, 838, 1 },
+  { 8, 2048, 128, 839, 839, 1 },
+  { 8, 2048, 512, 839, 839, 1 },
+  { 8, 2048, 2048, 844, 838, 0 },
+  { 8, 2048, 8192, 845, 838, 0 },
+  { 8, 2048, 32768, 845, 838, 0 },
+  { 8, 2560, 1, 846, 847, 0 },
+  { 8, 2560, 8, 848, 847, 0 },
+  { 8, 2560, 32, 848, 849, 1 },
+  { 8, 2560, 128, 848, 850, 1 },
+  { 8, 2560, 512, 851, 850, 1 },
+  { 8, 2560, 2048, 851, 847, 0 },
+  { 8, 2560, 8192, 852, 847, 0 },
+  { 8, 2560, 32768, 852, 847, 0 },
+  { 8, 3072, 1, 853, 847, 0 },
+  { 8, 3072, 8, 854, 850, 0 },
+  { 8, 3072, 32, 854, 849, 1 },
+  { 8, 3072, 128, 854, 850, 1 },
+  { 8, 3072, 512, 855, 850, 1 },
+  { 8, 3072, 2048, 854, 847, 0 },
+  { 8, 3072, 8192, 856, 847, 0 },
+  { 8, 3072, 32768, 857, 847, 0 },
+  { 8, 4096, 1, 858, 859, 0 },
+  { 8, 4096, 8, 860, 861, 1 },
+  { 8, 4096, 32, 862, 849, 1 },
+  { 8, 4096, 128, 862, 861, 0 },
+  { 8, 4096, 512, 862, 861, 0 },
+  { 8, 4096, 2048, 863, 861, 0 },
+  { 8, 4096, 8192, 863, 861, 0 },
+  { 8, 4096, 32768, 864, 861, 0 },
+  { 8, 5120, 1, 865, 866, 1 },
+  { 8, 5120, 8, 865, 867, 1 },
+  { 8, 5120, 32, 868, 869, 0 },
+  { 8, 5120, 128, 868, 869, 0 },
+  { 8, 5120, 512, 868, 869, 1 },
+  { 8, 5120, 2048, 870, 870, 0 },
+  { 8, 5120, 8192, 870, 870, 0 },
+  { 8, 5120, 32768, 871, 867, 0 },
+  { 8, 6144, 1, 872, 866, 1 },
+  { 8, 6144, 8, 872, 873, 1 },
+  { 8, 6144, 32, 874, 869, 0 },
+  { 8, 6144, 128, 874, 875, 1 },
+  { 8, 6144, 512, 874, 869, 0 },
+  { 8, 6144, 2048, 870, 870, 0 },
+  { 8, 6144, 8192, 876, 877, 0 },
+  { 8, 6144, 32768, 876, 877, 0 },
+  { 8, 7168, 1, 878, 879, 1 },
+  { 8, 7168, 8, 878, 875, 1 },
   { 8, 7168, 32, 880, 881, 1 },
-  { 8, 7168, 128, 880, 874, 1 },
-  { 8, 7168, 512, 877, 874, 0 },
+  { 8, 7168, 128, 880, 875, 0 },
+  { 8, 7168, 512, 878, 875, 1 },
   { 8, 7168, 2048, 882, 883, 0 },
-  { 8, 7168, 8192, 882, 883, 0 },
+  { 8, 7168, 8192, 884, 883, 0 },
   { 8, 7168, 32768, 882, 883, 0 },
-  { 8, 8192, 1, 884, 884, 1 },
-  { 8, 8192, 8, 884, 884, 1 },
-  { 8, 8192, 32, 885, 886, 1 },
-  { 8, 8192, 128, 885, 874, 0 },
-  { 8, 8192, 512, 885, 887, 0 },
-  { 8, 8192, 2048, 888, 888, 0 },
-  { 8, 8192, 8192, 889, 887, 0 },
-  { 8, 8192, 32768, 890, 890, 0 },
-  { 8, 12288, 1, 891, 891, 1 },
-  { 8, 12288, 8, 891, 891, 1 },
-  { 8, 12288, 32, 892, 893, 1 },
-  { 8, 12288, 128, 894, 893, 0 },
-  { 8, 12288, 512, 894, 893, 0 },
-  { 8, 12288, 2048, 895, 896, 0 },
-  { 8, 12288, 8192, 895, 896, 0 },
-  { 8, 12288, 32768, 895, 896, 0 },
-  { 8, 16384, 1, 897, 897, 1 },
-  { 8, 16384, 8, 898, 899, 1 },
-  { 8, 16384, 32, 898, 900, 1 },
-  { 8, 16384, 128, 901, 902, 0 },
-  { 8, 16384, 512, 898, 899, 0 },
-  { 8, 16384, 2048, 903, 900, 0 },
-  { 8, 16384, 8192, 904, 900, 0 },
-  { 8, 16384, 32768, 904, 900, 0 },
-  { 8, 32768, 1, 905, 906, 1 },
-  { 8, 32768, 8, 907, 908, 1 },
-  { 8, 32768, 32, 905, 909, 0 },
-  { 8, 32768, 128, 905, 909, 0 },
-  { 8, 32768, 512, 910, 910, 0 },
-  { 8, 32768, 2048, 910, 910, 0 },
-  { 8, 32768, 8192, 911, 911, 0 },
-  { 8, 32768, 32768, 911, 911, 0 },
-  { 8, 65536, 1, 912, 912, 1 },
-  { 8, 65536, 8, 913, 914, 1 },
-  { 8, 65536, 32, 915, 916, 0 },
-  { 8, 65536, 128, 917, 917, 0 },
-  { 8, 65536, 512, 917, 917, 0 },
-  { 8, 65536, 2048, 910, 910, 0 },
-  { 8, 65536, 8192, 910, 910, 0 },
-  { 8, 65536, 32768, 910, 910, 0 },
-  { 8, 131072, 1, 918, 919, 0 },
-  { 8, 131072, 8, 918, 920, 0 },
-  { 8, 131072, 32, 921, 920, 0 },
-  { 8, 131072, 128, 921, 920, 0 },
-  { 8, 131072, 512, 921, 920, 0 },
-  { 8, 131072, 2048, 921, 920, 0 },
-  { 8, 131072, 8192, 921, 920, 0 },
-  { 8, 131072, 32768, 922, 923, 0 },
+  { 8, 8192, 1, 885, 886, 1 },
+  { 8, 8192, 8, 885, 887, 1 },
+  { 8, 8192, 32, 888, 886, 1 },
+  { 8, 8192, 128, 889, 875, 1 },
+  { 8, 8192, 512, 889, 886, 0 },
+  { 8, 8192, 2048, 890, 886, 0 },
+  { 8, 8192, 8192, 891, 886, 0 },
+  { 8, 8192, 32768, 892, 892, 0 },
+  { 8, 12288, 1, 893, 894, 1 },
+  { 8, 12288, 8, 893, 894, 1 },
+  { 8, 12288, 32, 895, 896, 0 },
+  { 8, 12288, 128, 895, 896, 1 },
+  { 8, 12288, 512, 895, 894, 0 },
+  { 8, 12288, 2048, 897, 898, 0 },
+  { 8, 12288, 8192, 897, 898, 0 },
+  { 8, 12288, 32768, 897, 898, 0 },
+  { 8, 16384, 1, 899, 900, 1 },
+  { 8, 16384, 8, 901, 902, 1 },
+  { 8, 16384, 32, 903, 900, 1 },
+  { 8, 16384, 128, 904, 905, 1 },
+  { 8, 16384, 512, 903, 906, 2 },
+  { 8, 16384, 2048, 907, 900, 0 },
+  { 8, 16384, 8192, 908, 908, 0 },
+  { 8, 16384, 32768, 908, 908, 0 },
+  { 8, 32768, 1, 909, 910, 1 },
+  { 8, 32768, 8, 911, 912, 1 },
+  { 8, 32768, 32, 910, 910, 0 },
+  { 8, 32768, 128, 909, 913, 0 },
+  { 8, 32768, 512, 914, 914, 0 },
+  { 8, 32768, 2048, 915, 916, 0 },
+  { 8, 32768, 8192, 917, 914, 0 },
+  { 8, 32768, 32768, 917, 916, 0 },
+  { 8, 65536, 1, 918, 919, 1 },
+  { 8, 65536, 8, 918, 920, 1 },
+  { 8, 65536, 32, 921, 922, 0 },
+  { 8, 65536, 128, 923, 923, 0 },
+  { 8, 65536, 512, 923, 923, 0 },
+  { 8, 65536, 2048, 914, 914, 0 },
+  { 8, 65536, 8192, 914, 914, 0 },
+  { 8, 65536, 32768, 914, 914, 0 },
+  { 8, 131072, 1, 924, 925, 0 },
+  { 8, 131072, 8, 924, 925, 0 },
+  { 8, 131072, 32, 926, 925, 0 },
+  { 8, 131072, 128, 926, 925, 0 },
+  { 8, 131072, 512, 926, 925, 0 },
+  { 8, 131072, 2048, 926, 925, 0 },
+  { 8, 131072, 8192, 926, 925, 2 },
+  { 8, 131072, 32768, 927, 927, 0 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3247,9 +3255,9 @@ bool clusters_fit(int variant);
 
 // The same rule as the TypeScript select(): exact key, nearest tuned hidden that can
 // run the shape, else the spec's generic variant; and one it cannot check, that a
-// variant's clusters fit on this GPU. *release_late: the exact entry's (others release at
+// variant's clusters fit on this GPU. *release_at: the exact entry's (others release at
 // their start).
-int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path, int* release_late = nullptr) {
+int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path, int* release_at = nullptr) {
   const Table& t = kTables[table];
   const int64_t bucket = row_bucket(t, d.rows);
   int nearest = -1;
@@ -3260,7 +3268,7 @@ int select_variant(const normgen_fwd_desc& d, int spec, int table, int* path, in
     if (e.spec != spec || e.rows != bucket) continue;
     if (e.hidden == d.hidden && runs(e.variant)) {
       *path = 0;
-      if (release_late) *release_late = e.release_late;
+      if (release_at) *release_at = e.release_at;
       return e.variant;
     }
     if (!runs(e.portable)) continue;
@@ -3359,15 +3367,15 @@ int programmatic_setting() {
   return g_programmatic.load(std::memory_order_relaxed);
 }
 
-// Where forward kernels release the next grid: NORMGEN_RELEASE=start or late overrides the
-// table's per-shape choice for every call (to compare the two in a program's own chain of
-// calls); unset or anything else, the tuned choice. Read once: -2 unread, -1 tuned, 0 or 1.
+// Where forward kernels release the next grid: NORMGEN_RELEASE=start, late or exit overrides
+// the table's per-shape choice for every call (to compare them in a program's own chain of
+// calls); unset or anything else, the tuned choice. Read once: -2 unread, -1 tuned, 0, 1 or 2.
 std::atomic<int> g_release_override{-2};
 
 int release_point(int tuned) {
   if (g_release_override.load(std::memory_order_relaxed) == -2) {
     const char* env = getenv("NORMGEN_RELEASE");
-    const int value = !env ? -1 : strcmp(env, "start") == 0 ? 0 : strcmp(env, "late") == 0 ? 1 : -1;
+    const int value = !env ? -1 : strcmp(env, "start") == 0 ? 0 : strcmp(env, "late") == 0 ? 1 : strcmp(env, "exit") == 0 ? 2 : -1;
     int unread = -2;
     g_release_override.compare_exchange_strong(unread, value);
   }
@@ -3454,10 +3462,10 @@ extern "C" int normgen_set_programmatic_launch(int enabled) {
 }
 
 extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
-  int spec, path, release_late = 0;
+  int spec, path, release_at = 0;
   const normgen_status s = check(d, &spec);
   if (s != NORMGEN_OK) return s;
-  const Variant& v = kVariants[select_variant(*d, spec, current_table(), &path, &release_late)];
+  const Variant& v = kVariants[select_variant(*d, spec, current_table(), &path, &release_at)];
   NormgenFwdParams p;
   memset(&p, 0, sizeof p);
   p.x = d->x; p.residual = d->residual; p.weight = d->weight; p.bias = d->bias;
@@ -3465,7 +3473,7 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   p.rows = d->rows; p.hidden = d->hidden;
   p.x_stride = d->x_stride; p.residual_stride = d->residual_stride; p.y_stride = d->y_stride; p.residual_out_stride = d->residual_out_stride;
   p.eps = d->eps;
-  p.release_late = release_point(release_late);
+  p.release_at = release_point(release_at);
   const int rows_per_cta = v.threads / v.threads_per_row;
   int64_t grid = (d->rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
   size_t smem = size_t(staged_bytes(v, d->hidden));
@@ -3487,30 +3495,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_48ad75103557(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_48ad75103557_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_e442346a2b45(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_e442346a2b45_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_72b364c55103(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_72b364c55103_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_0f613c0af4ac(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_0f613c0af4ac_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_cdef104ab80a(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_cdef104ab80a_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_c56358ce1f8e(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_c56358ce1f8e_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_141dfd0275ff(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_141dfd0275ff_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_49bb7bd76428(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_49bb7bd76428_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_c28214453bff(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_c28214453bff_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_947dd448e9c0(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_947dd448e9c0_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_b4ded2024918(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_b4ded2024918_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5ab48f4b7464(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_5ab48f4b7464_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b54e8406d741(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_b54e8406d741_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_fc1cbbb71531(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_fc1cbbb71531_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_13b496e11edc(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_13b496e11edc_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_8fc12525901b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_8fc12525901b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c5226c481f9d(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_c5226c481f9d_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_2d1e5da51094(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_2d1e5da51094_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_bbf41b4b6def(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_bbf41b4b6def_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_d44f0fefced2(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_d44f0fefced2_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_c9dc7ff5ffbb(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_c9dc7ff5ffbb_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_9dc0db6120ec(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_9dc0db6120ec_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_978004d0b68f(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_978004d0b68f_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_41732a1fa9db(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_41732a1fa9db_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -3524,18 +3532,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_48ad75103557, (const void*)&normgen_layernorm_bwd_48ad75103557_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_e442346a2b45, (const void*)&normgen_layernorm_bwd_e442346a2b45_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_72b364c55103, (const void*)&normgen_layernorm_bwd_72b364c55103_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_0f613c0af4ac, (const void*)&normgen_layernorm_bwd_0f613c0af4ac_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_cdef104ab80a, (const void*)&normgen_layernorm_bwd_cdef104ab80a_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_c56358ce1f8e, (const void*)&normgen_layernorm_bwd_c56358ce1f8e_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_141dfd0275ff, (const void*)&normgen_rmsnorm_bwd_141dfd0275ff_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_49bb7bd76428, (const void*)&normgen_rmsnorm_bwd_49bb7bd76428_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_c28214453bff, (const void*)&normgen_rmsnorm_bwd_c28214453bff_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_947dd448e9c0, (const void*)&normgen_rmsnorm_bwd_947dd448e9c0_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_b4ded2024918, (const void*)&normgen_rmsnorm_bwd_b4ded2024918_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_5ab48f4b7464, (const void*)&normgen_rmsnorm_bwd_5ab48f4b7464_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_b54e8406d741, (const void*)&normgen_layernorm_bwd_b54e8406d741_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_fc1cbbb71531, (const void*)&normgen_layernorm_bwd_fc1cbbb71531_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_13b496e11edc, (const void*)&normgen_layernorm_bwd_13b496e11edc_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_8fc12525901b, (const void*)&normgen_layernorm_bwd_8fc12525901b_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_c5226c481f9d, (const void*)&normgen_layernorm_bwd_c5226c481f9d_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_2d1e5da51094, (const void*)&normgen_layernorm_bwd_2d1e5da51094_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_bbf41b4b6def, (const void*)&normgen_rmsnorm_bwd_bbf41b4b6def_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_d44f0fefced2, (const void*)&normgen_rmsnorm_bwd_d44f0fefced2_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_c9dc7ff5ffbb, (const void*)&normgen_rmsnorm_bwd_c9dc7ff5ffbb_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_9dc0db6120ec, (const void*)&normgen_rmsnorm_bwd_9dc0db6120ec_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_978004d0b68f, (const void*)&normgen_rmsnorm_bwd_978004d0b68f_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_41732a1fa9db, (const void*)&normgen_rmsnorm_bwd_41732a1fa9db_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

@@ -26,8 +26,9 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(f
  * wait_for_previous_grid waits until the grid before this one has finished and its writes
  * are visible. Every kernel waits before touching global memory: the previous grid may still
  * be writing this one's inputs, or reading what this one writes. Forward kernels release
- * before or after their wait (NormgenFwdParams::release_late). Both are no-ops for a launch
- * without the programmatic stream serialization attribute.
+ * at their start, after their wait or not at all (NormgenFwdParams::release_at; the next
+ * grid then launches as this one's CTAs exit). Both are no-ops for a launch without the
+ * programmatic stream serialization attribute.
  */
 __device__ __forceinline__ void release_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

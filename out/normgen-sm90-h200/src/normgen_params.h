@@ -19,7 +19,7 @@ typedef struct NormgenFwdParams {
   int64_t y_stride;
   int64_t residual_out_stride;
   float eps;
-  // With programmatic launch: 0 lets the next grid launch as this one starts, 1 only once
-  // this one has waited for its predecessor (chosen per problem by the tuner's finals).
-  int32_t release_late;
+  // With programmatic launch, where this grid lets the next one launch: 0 as it starts, 1 once
+  // it has waited for its predecessor, 2 as its CTAs exit (chosen per problem by the tuner's finals).
+  int32_t release_at;
 } NormgenFwdParams;
