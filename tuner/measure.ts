@@ -47,7 +47,7 @@ export interface RunOptions {
   affineAliasBytes?: number;
   /**
    * With programmatic launch: time the kernel releasing the next grid at its start and after
-   * its wait, and keep the faster (finals of short problems; see compareReleaseFor).
+   * its wait, and keep the faster (finals of short problems; see finalOptions).
    */
   compareRelease?: boolean;
   /**
@@ -84,7 +84,7 @@ export const rereadsRowsFromL1 = (problem: Problem, v: Variant) => v.params.stor
  * kernels in clusters. Their grid is as many clusters as fit at once, each with a fixed share
  * of the rows; released early, the next grid's clusters are placed as this one's retire, and
  * in long chains ran 3-20% slower, with a wide spread, than placed on an empty GPU
- * (test/gpu/release-points.md). Other kernels lost 1-10% releasing at their exit.
+ * (test/gpu/release-points.md). Other kernels lost 0-12% releasing at their exit.
  */
 export const releasesAtExitCompared = (problem: Problem, v: Variant) => {
   const g = launchGeometry(v, problem.rows, problem.hidden);

@@ -40,7 +40,7 @@ export interface TuneOptions {
 
 /** The full timing every winner gets (normgen check re-times with it), and the brief screening one. */
 export const FULL: RunOptions = { verify: true, time: true, samples: 15, sampleMs: 1, minSamples: 5, chainLaunches: 16, affineAliasBytes: AFFINE_ALIAS_BYTES, compareExit: true };
-/** A final timing's options: FULL, comparing release points where the problem is short. */
+/** A final timing's options: FULL (which compares the exit for persistent clustered kernels), comparing start and after the wait where the problem is short. */
 export const finalOptions = (p: Problem): RunOptions => (bytesMoved(p) <= RELEASE_COMPARE_MAX_BYTES ? { ...FULL, compareRelease: true } : FULL);
 
 /**
