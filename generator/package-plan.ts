@@ -3,11 +3,15 @@
 // the kernel files, each compiled only for the archs whose tables use its kernels.
 
 import type { DispatchTable } from '../tuner/dispatch.js';
+import type { ReleasePoint } from '../tuner/measure.js';
 import type { BackwardTable } from './package-bwd.js';
 import type { Arch } from './arch.js';
 import { InputError, specKey, type KernelSpec } from './problem.js';
 import { GENERIC_PARAMS, type CudaParams } from './space.js';
 import { makeVariant, type Variant } from './variant.js';
+
+/** `NormgenFwdParams::release_at` of each release point (templates/cuda/normgen_params.h). */
+const RELEASE_AT: Record<ReleasePoint | 'start', 0 | 1 | 2> = { start: 0, late: 1, exit: 2 };
 
 /** One device's dispatch table and where it came from. */
 export interface DeviceTable {
@@ -34,7 +38,7 @@ export interface PlannedEntry {
   variant: number;
   /** The variant standing for other hidden sizes (the nearest path): `variant` unless that is compiled for this size only. */
   portable: number;
-  /** Where `variant` releases the next grid on this problem: 1 after its wait (DispatchEntry.releaseLate), 2 at its exit (releaseAtExit), else 0 at its start. */
+  /** Where `variant` releases the next grid on this problem (DispatchEntry.release): 1 after its wait, 2 at its exit, else 0 at its start. */
   releaseAt: 0 | 1 | 2;
 }
 
@@ -91,7 +95,7 @@ export function planPackage(tables: DeviceTable[]): Plan {
         };
         const variant = rendered(e.variantId, e.params);
         const portable = e.portable ? rendered(e.portable.variantId, e.portable.params) : variant;
-        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseAt: e.releaseAtExit ? 2 : e.releaseLate ? 1 : 0 });
+        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseAt: RELEASE_AT[e.release ?? 'start'] });
       }
     });
     plan.specs.push({ key, spec, generic: add(makeVariant(spec, GENERIC_PARAMS), archs) });

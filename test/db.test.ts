@@ -144,6 +144,24 @@ test('a database from before the 1536 cap, which wrote the 1024 cap as `true`, l
   assert.is(makeVariant(r.problem, fwdParams(r)).id, capped.variantId, 'the id the old database recorded');
 });
 
+test('a database from before 2026-12-04, which wrote the release point as two flags, loads it as one field', () => {
+  const committed = TuningDb.read(DB);
+  const timed = committed.results.find((r) => r.releaseStartUs !== undefined && r.release === undefined)!;
+  const path = tmp();
+  const { release: _, ...plain } = timed;
+  const old = [
+    { ...plain, releaseLate: true },
+    { ...plain, releaseLate: false },
+    { ...plain, releaseAtExit: true },
+    plain,
+  ];
+  const lines = [committed.header, ...committed.sessions.filter((s) => s.session === timed.session), ...old].map((l) => JSON.stringify(l));
+  writeFileSync(path, lines.join('\n') + '\n');
+  const loaded = TuningDb.read(path).results;
+  assert.equal(loaded.map((r) => r.release), ['late', undefined, 'exit', undefined]);
+  assert.ok(loaded.every((r) => !('releaseLate' in r) && !('releaseAtExit' in r)), 'the old flags are gone');
+});
+
 test('build, check and merge refuse a result whose register cap the launch bounds cannot take (a clear error, not one from nvcc)', () => {
   const committed = TuningDb.read(DB);
   const capped = committed.results.find((r) => fwdParams(r).registerCap === 1536)!;

@@ -215,12 +215,12 @@ test('finals of short problems are timed releasing the next grid at the start an
   };
 
   const late = await run(0.01);
-  assert.is(late.record.releaseLate, true);
+  assert.is(late.record.release, 'late');
   assert.is(late.record.medianUs, late.record.releaseLateUs, 'the faster release point is its time');
   assert.ok(late.record.releaseLateUs! < late.record.releaseStartUs!);
   const entry = buildDispatchTable(late.db).entries[0];
   assert.is(entry.variantId, baseline.id);
-  assert.is(entry.releaseLate, true);
+  assert.is(entry.release, 'late');
   const tables = [{ device: 'Fake GPU', arch: parseArch('sm90'), dbFile: 'db.jsonl', tunedTemplateHash: templateHash('cuda'), tunedOn: '', table: buildDispatchTable(late.db), measured: '' }];
   assert.equal(planPackage(tables).entries.map((e) => e.releaseAt), [1]);
   // The launcher's table entry carries it: { spec, hidden, rows, variant, portable, release_at }.
@@ -230,13 +230,13 @@ test('finals of short problems are timed releasing the next grid at the start an
   assert.match(tuneReport(late.db, 1, 0), /timed twice, the next grid released at the kernel's start and after its wait, and keep the faster: \d+ timings, 1 faster released after the wait \(1 by over 2%/);
 
   const slower = await run(3);  // slower released late: timed so, but launched releasing at the start
-  assert.is(slower.record.releaseLate, undefined);
+  assert.is(slower.record.release, undefined);
   assert.is(slower.record.medianUs, slower.record.releaseStartUs);
-  assert.ok(buildDispatchTable(slower.db).entries.every((e) => e.releaseLate === undefined));
+  assert.ok(buildDispatchTable(slower.db).entries.every((e) => e.release === undefined));
 
   const plain = await run(0.01, false);  // without programmatic launch there is nothing to compare
   assert.is(plain.record.releaseStartUs, undefined);
-  assert.is(plain.record.releaseLate, undefined);
+  assert.is(plain.record.release, undefined);
 });
 
 test('finals of persistent clustered kernels are also timed releasing at their exit; the fastest point wins and the table launches it so', async () => {
@@ -255,13 +255,12 @@ test('finals of persistent clustered kernels are also timed releasing at their e
   assert.equal(requests.filter((r) => r.compareExit).map((r) => r.symbol), [clustered.symbol], 'only the persistent clustered kernel');
   const db = TuningDb.read(dbPath);
   const record = db.results.find((r) => r.variantId === clustered.id)!;
-  assert.is(record.releaseAtExit, true);
-  assert.is(record.releaseLate, undefined);
+  assert.is(record.release, 'exit');
   assert.is(record.medianUs, record.releaseExitUs, 'the fastest release point is its time');
   assert.ok(record.releaseExitUs! < record.releaseStartUs! && record.releaseLateUs !== undefined);
   const entry = buildDispatchTable(db).entries[0];
   assert.is(entry.variantId, clustered.id);
-  assert.is(entry.releaseAtExit, true);
+  assert.is(entry.release, 'exit');
   const tables = [{ device: 'Fake GPU', arch: parseArch('sm90'), dbFile: 'db.jsonl', tunedTemplateHash: templateHash('cuda'), tunedOn: '', table: buildDispatchTable(db), measured: '' }];
   assert.equal(planPackage(tables).entries.map((e) => e.releaseAt), [2]);
   const pkg = mkdtempSync(join(tmpdir(), 'normgen-pkg-'));

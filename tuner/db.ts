@@ -93,10 +93,16 @@ export function fwdParams(r: DbResult): CudaParams {
   return r.params as CudaParams;
 }
 
-/** A result as this normgen names its parameters: databases before the 1536-thread register cap wrote the 1024 one as `true`. */
+/**
+ * A result as this normgen names its fields: databases before the 1536-thread register cap
+ * wrote the 1024 one as `true`, and those before 2026-12-04 the release point as two flags.
+ */
 function upgradeResult(r: DbResult<object>): DbResult<object> {
   const params = r.params as { registerCap?: unknown } | undefined;
-  return params?.registerCap === true ? { ...r, params: { ...params, registerCap: 1024 } } : r;
+  const upgraded = params?.registerCap === true ? { ...r, params: { ...params, registerCap: 1024 } } : r;
+  const { releaseLate, releaseAtExit, ...rest } = upgraded as DbResult<object> & { releaseLate?: unknown; releaseAtExit?: unknown };
+  if (releaseLate === undefined && releaseAtExit === undefined) return upgraded;
+  return releaseAtExit === true ? { ...rest, release: 'exit' } : releaseLate === true ? { ...rest, release: 'late' } : rest;
 }
 
 /** A register cap the launch bounds can take: one this normgen knows, a whole number of the CTA's threads. */

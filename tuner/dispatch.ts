@@ -8,6 +8,7 @@ import { capacity, GENERIC_PARAMS, type CudaParams } from '../generator/space.js
 import type { BwdParams } from '../generator/space-bwd.js';
 import type { AnyDbHeader, DbHeader, DbResult, TuningDb } from './db.js';
 import type { AnyParams } from './direction.js';
+import type { ReleasePoint } from './measure.js';
 import { LARGE_PROBLEM_ELEMENTS } from './tune-report.js';
 
 /** One tuned problem's choice. P: the backend's parameters (CUDA forward by default, CUDA backward, or WGSL); a table holds one direction. */
@@ -29,12 +30,11 @@ export interface DispatchEntry<P extends object = CudaParams> {
    */
   portable?: { variantId: string; params: P; medianUs: number };
   /**
-   * The winner was faster releasing the next grid after its wait (CUDA forward finals that
-   * compared both, see finalOptions): the package launches it so on this tuned problem.
+   * Where the winner was fastest releasing the next grid (CUDA forward finals that compared
+   * release points, see finalOptions and releasesAtExitCompared): the package launches it so
+   * on this tuned problem. Absent: at its start.
    */
-  releaseLate?: boolean;
-  /** The winner was fastest releasing the next grid only as it exits (see releasesAtExitCompared). */
-  releaseAtExit?: boolean;
+  release?: ReleasePoint;
 }
 
 export interface DispatchTable<P extends object = CudaParams> {
@@ -187,8 +187,7 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
       medianUs: r.medianUs!,
       regret: r.medianUs! / best.get(r.problemKey)! - 1,
       ...(q ? { portable: { variantId: q.variantId, params: q.params, medianUs: q.medianUs! } } : {}),
-      ...(r.releaseLate ? { releaseLate: true } : {}),
-      ...(r.releaseAtExit ? { releaseAtExit: true } : {}),
+      ...(r.release ? { release: r.release } : {}),
     };
   });
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);

@@ -150,6 +150,12 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
   };
 }
 
+/**
+ * Where a kernel releases the next grid of a chain of programmatic launches, past its start
+ * (the default): after its own wait, or never (the next grid launches as it exits).
+ */
+export type ReleasePoint = 'late' | 'exit';
+
 export interface Measurement {
   status: Status;
   error?: string;
@@ -168,10 +174,11 @@ export interface Measurement {
   /** Timed in two placements of weight and bias (affineAliasBytes): each median; medianUs is the slower. */
   usualUs?: number;
   aliasedUs?: number;
-  /** Fastest releasing the next grid after its wait (compareRelease): the package launches it so. */
-  releaseLate?: boolean;
-  /** Fastest releasing the next grid only as it exits (compareExit): the package launches it so. */
-  releaseAtExit?: boolean;
+  /**
+   * Where it was fastest releasing the next grid, when timed at several points (compareRelease,
+   * compareExit): after its wait or only as it exits; absent, at its start. The package launches it so.
+   */
+  release?: ReleasePoint;
   /** Timed at several release points (compareRelease, compareExit): each median; medianUs is the fastest. */
   releaseStartUs?: number;
   releaseLateUs?: number;
@@ -203,8 +210,8 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
     if (typeof reply.releaseStartUs === 'number') m.releaseStartUs = reply.releaseStartUs;
     if (typeof reply.releaseLateUs === 'number') m.releaseLateUs = reply.releaseLateUs;
     if (typeof reply.releaseExitUs === 'number') m.releaseExitUs = reply.releaseExitUs;
-    if (reply.releaseLate === true) m.releaseLate = true;
-    if (reply.releaseAtExit === true) m.releaseAtExit = true;
+    if (reply.releaseLate === true) m.release = 'late';
+    if (reply.releaseAtExit === true) m.release = 'exit';
     m.gbps = bytes / (reply.medianUs * 1e3);
     if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;
   }

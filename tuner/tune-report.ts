@@ -129,7 +129,7 @@ function releaseLine(db: TuningDb): string[] {
   const lines: string[] = [];
   const both = db.results.filter((r) => r.releaseStartUs !== undefined && r.releaseLateUs !== undefined);
   if (both.length) {
-    const late = both.filter((r) => r.releaseLate).length;
+    const late = both.filter((r) => r.release === 'late').length;
     const clearly = both.filter((r) => r.releaseLateUs! < 0.98 * r.releaseStartUs!).length;
     const startClearly = both.filter((r) => r.releaseStartUs! < 0.98 * r.releaseLateUs!).length;
     lines.push(
@@ -139,8 +139,8 @@ function releaseLine(db: TuningDb): string[] {
   }
   const exits = db.results.filter((r) => r.releaseStartUs !== undefined && r.releaseExitUs !== undefined);
   if (exits.length) {
-    const fastest = exits.filter((r) => r.releaseAtExit).length;
-    const clearly = exits.filter((r) => r.releaseAtExit && r.releaseExitUs! < 0.98 * r.releaseStartUs!).length;
+    const fastest = exits.filter((r) => r.release === 'exit').length;
+    const clearly = exits.filter((r) => r.release === 'exit' && r.releaseExitUs! < 0.98 * r.releaseStartUs!).length;
     lines.push(
       `Finals of persistent kernels in clusters were also timed releasing the next grid only at their exit: ${plural(exits.length)}, ` +
         `${fastest} fastest so (${clearly} by over 2% against the start).`,

@@ -200,10 +200,10 @@ def chain(ng, spec, first, calls):
 
 
 def tuned_release(pkg_dir, spec, rows, hidden):
-    """How the package's table launches this exact shape: released "late" (after the wait), at the "start", or "untuned"."""
+    """How the package's table launches this exact shape: released "late" (after the wait), at "exit", at the "start", or "untuned"."""
     for e in dispatch_entries(pkg_dir):
         if e["spec"] == spec.key and e["rows"] == rows and e["hidden"] == hidden:
-            return "late" if e.get("releaseLate") else "start"
+            return e.get("release", "start")
     return "untuned"
 
 
