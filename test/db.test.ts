@@ -177,4 +177,18 @@ test('build, check and merge refuse a result whose register cap the launch bound
   assert.is(withCap(capped.params)().results.length, 1, 'the record as committed loads');
 });
 
+test('build, check and merge refuse a result whose release point this normgen does not know', () => {
+  const committed = TuningDb.read(DB);
+  const late = committed.results.find((r) => r.release === 'late')!;
+  const withRelease = (release: unknown) => {
+    const path = tmp();
+    const lines = [committed.header, ...committed.sessions.filter((s) => s.session === late.session), { ...late, release }];
+    writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    return () => TuningDb.readChecked(path);
+  };
+  assert.throws(withRelease('early'), (e: Error) => e instanceof DbError && /has release "early" \(expected late or exit, or none: at the start\)/.test(e.message));
+  assert.throws(withRelease(1), (e: Error) => e instanceof DbError && /has release 1 /.test(e.message));
+  assert.is(withRelease('exit')().results[0].release, 'exit');
+});
+
 test.run();

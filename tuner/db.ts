@@ -14,7 +14,7 @@ import { REGISTER_CAPS, type CudaParams } from '../generator/space.js';
 import type { WgslParams } from '../generator/space-wgsl.js';
 import type { AnyParams } from './direction.js';
 import type { DeviceId } from './device.js';
-import type { Measurement } from './measure.js';
+import { RELEASE_POINTS, type Measurement } from './measure.js';
 import type { AdapterId } from './wgsl/adapter.js';
 
 export const DB_FORMAT = 1;
@@ -271,6 +271,8 @@ export class TuningDb<P extends object = AnyParams, H extends AnyDbHeader = DbHe
           `${what} (${r.problemKey}) has registerCap ${JSON.stringify(registerCap)} for CTAs of ${JSON.stringify(threads)} threads: ` +
             `this normgen caps at ${REGISTER_CAPS.join(' or ')} threads an SM, a multiple of the CTA's`,
         );
+      if (r.release !== undefined && !(RELEASE_POINTS as readonly unknown[]).includes(r.release))
+        throw new DbError(`${what} (${r.problemKey}) has release ${JSON.stringify(r.release)} (expected ${RELEASE_POINTS.join(' or ')}, or none: at the start)`);
     });
     return db;
   }

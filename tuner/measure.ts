@@ -154,7 +154,8 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
  * Where a kernel releases the next grid of a chain of programmatic launches, past its start
  * (the default): after its own wait, or never (the next grid launches as it exits).
  */
-export type ReleasePoint = 'late' | 'exit';
+export const RELEASE_POINTS = ['late', 'exit'] as const;
+export type ReleasePoint = (typeof RELEASE_POINTS)[number];
 
 export interface Measurement {
   status: Status;
