@@ -6,6 +6,7 @@
 # tune-stats:  a small grid with saved statistics given: reading them or recomputing is tuned
 # package:     the committed forward database + the backward one -> a package, built with nvcc
 # torch:       gradients vs float64 autograd, 10 runs bitwise, torch.compile, timing vs torch
+#              (the package step's package, or without it the committed one)
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu-bwd}
 mkdir -p "$out"
@@ -35,7 +36,10 @@ for step in "$@"; do
         make -s -j"$(nproc)" -C "$pkg" >> "$out/build.log" 2>&1
       r=$?; tail -2 "$out/build.log" ;;
     torch)
-      OUT="$out" timeout -s KILL "${TORCH_SECONDS:-240}" python3 test/gpu/torch_backward.py "$out/normgen-sm90-h200" \
+      # The package the package step built in this run, else the committed one (built here).
+      pkg="$out/normgen-sm90-h200"
+      [ -d "$pkg" ] || { pkg=out/normgen-sm90-h200; make -s -j"$(nproc)" -C "$pkg" > "$out/make-bwd.log" 2>&1; }
+      OUT="$out" timeout -s KILL "${TORCH_SECONDS:-240}" python3 test/gpu/torch_backward.py "$pkg" \
         "$out/torch_backward.md" > "$out/torch_backward.log" 2>&1
       r=$?; tail -14 "$out/torch_backward.log" ;;
     *) echo "unknown step '$step'"; r=2 ;;

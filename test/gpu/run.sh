@@ -138,7 +138,7 @@ for step in "$@"; do
       node dist/test/gpu/compare-budget.js "$out/sm90-h200.jsonl.gz" "$out/exhaustive.jsonl" --log "$out/budget.md" | head -1 ;;
     bwd-tune|torch-bwd)
       # The backward grid the package uses (its templates include the forward's), or the package's
-      # gradients and timings against torch (after the package step).
+      # gradients and timings against torch (the package step's package, else the committed one).
       OUT="$out" bash test/gpu/run-bwd.sh "$([ "$step" = bwd-tune ] && echo tune || echo torch)" > "$out/$step.out" 2>&1
       r=$?; echo "$step rc=$r"; tail -3 "$out/$step.out" ;;
     package)
