@@ -157,6 +157,10 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
 export const RELEASE_POINTS = ['late', 'exit'] as const;
 export type ReleasePoint = (typeof RELEASE_POINTS)[number];
 
+/** The release point the runner's reply flags (and databases before 2026-12-04) name: exit, late, or none (the start). */
+export const releasePointOf = (late: unknown, atExit: unknown): ReleasePoint | undefined =>
+  atExit === true ? 'exit' : late === true ? 'late' : undefined;
+
 export interface Measurement {
   status: Status;
   error?: string;
@@ -211,8 +215,8 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
     if (typeof reply.releaseStartUs === 'number') m.releaseStartUs = reply.releaseStartUs;
     if (typeof reply.releaseLateUs === 'number') m.releaseLateUs = reply.releaseLateUs;
     if (typeof reply.releaseExitUs === 'number') m.releaseExitUs = reply.releaseExitUs;
-    if (reply.releaseLate === true) m.release = 'late';
-    if (reply.releaseAtExit === true) m.release = 'exit';
+    const release = releasePointOf(reply.releaseLate, reply.releaseAtExit);
+    if (release) m.release = release;
     m.gbps = bytes / (reply.medianUs * 1e3);
     if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;
   }
