@@ -50,7 +50,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
         releaseStartUs: start,
         ...(late === undefined ? {} : { releaseLateUs: late }),
         ...(exit === undefined ? {} : { releaseExitUs: exit }),
-        ...(t < start && t === late ? { releaseLate: true } : t < start && t === exit ? { releaseAtExit: true } : {}),
+        ...(t < start && t === late ? { release: 'late' } : t < start && t === exit ? { release: 'exit' } : {}),
       };
       say({ status: 'OK', err_y: 0.1, medianUs: t, minUs: t, maxUs: t, samplesUs: [t], ...placements, ...releases, verified: true });
     }

@@ -14,7 +14,7 @@ import type { GridSpec } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
 import { tuneReport } from '../tuner/tune-report.js';
 import type { Progress } from '../tuner/progress.js';
-import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES, runRequest, type RunOptions } from '../tuner/measure.js';
+import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES, runRequest, toMeasurement, type RunOptions } from '../tuner/measure.js';
 import { finalOptions, FULL, SCREEN, SCREEN_MAX_COPIES, tune, type TuneOptions } from '../tuner/tune.js';
 import { buildDispatchTable } from '../tuner/dispatch.js';
 import { planPackage } from '../generator/package-plan.js';
@@ -237,6 +237,14 @@ test('finals of short problems are timed releasing the next grid at the start an
   const plain = await run(0.01, false);  // without programmatic launch there is nothing to compare
   assert.is(plain.record.releaseStartUs, undefined);
   assert.is(plain.record.release, undefined);
+});
+
+test("the runner's reply names the release point it chose; a value the tuner does not know is an error, not a result", () => {
+  const probe = makeProblem(RMS_BF16, 1024, 8);
+  const reply = { status: 'OK', medianUs: 2, minUs: 2, maxUs: 2, releaseStartUs: 3, releaseExitUs: 2 };
+  assert.is(toMeasurement(probe, { ...reply, release: 'exit' }).release, 'exit');
+  assert.is(toMeasurement(probe, { ...reply, releaseExitUs: 4, medianUs: 3 }).release, undefined, 'none named: released at the start');
+  assert.throws(() => toMeasurement(probe, { ...reply, release: 'middle' }), /unknown release point "middle"/);
 });
 
 test('finals of persistent clustered kernels are also timed releasing at their exit; the fastest point wins and the table launches it so', async () => {

@@ -157,9 +157,11 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
 export const RELEASE_POINTS = ['late', 'exit'] as const;
 export type ReleasePoint = (typeof RELEASE_POINTS)[number];
 
-/** The release point the runner's reply flags (and databases before 2026-12-04) name: exit, late, or none (the start). */
+/** The release point a database before 2026-12-04 named with two flags: exit, late, or none (the start). */
 export const releasePointOf = (late: unknown, atExit: unknown): ReleasePoint | undefined =>
   atExit === true ? 'exit' : late === true ? 'late' : undefined;
+
+const isReleasePoint = (v: unknown): v is ReleasePoint => (RELEASE_POINTS as readonly unknown[]).includes(v);
 
 export interface Measurement {
   status: Status;
@@ -215,8 +217,11 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
     if (typeof reply.releaseStartUs === 'number') m.releaseStartUs = reply.releaseStartUs;
     if (typeof reply.releaseLateUs === 'number') m.releaseLateUs = reply.releaseLateUs;
     if (typeof reply.releaseExitUs === 'number') m.releaseExitUs = reply.releaseExitUs;
-    const release = releasePointOf(reply.releaseLate, reply.releaseAtExit);
-    if (release) m.release = release;
+    if (reply.release !== undefined) {
+      // The runner is built from this commit's source: another value is a bug, not a fault of the variant.
+      if (!isReleasePoint(reply.release)) throw new Error(`runner reply: unknown release point ${JSON.stringify(reply.release)}`);
+      m.release = reply.release;
+    }
     m.gbps = bytes / (reply.medianUs * 1e3);
     if (copyGbps) m.fractionOfCopy = m.gbps / copyGbps;
   }

@@ -845,7 +845,7 @@ static std::string time_placements(const Launch& l, const ProblemDesc& d, float 
 // With programmatic launch, the kernel is timed releasing its dependents at its start and,
 // with compareRelease, after its wait, with compareExit, not at all (the next grid launches
 // as its CTAs exit); each as time_placements does. The fastest is the reply's, with
-// releaseLate or releaseAtExit set where it was not the start, and every median beside it
+// release ("late" or "exit") set where it was not the start, and every median beside it
 // (releaseStartUs, releaseLateUs, releaseExitUs). The release point changes no result, only
 // how far grids run ahead: in long chains of short kernels start and after the wait can each
 // be the faster by 10-25% (test/gpu/release-late.md); persistent clusters placed as the
@@ -856,14 +856,14 @@ static std::string time_releases(const Launch& l, const ProblemDesc& d, float ep
   double best = 0;
   if (!late && !at_exit) return time_placements(l, d, eps, copies, req, (int)req.integer("release", 0), &best);
   std::string body = time_placements(l, d, eps, copies, req, 0, &best), chosen, medians = ",\"releaseStartUs\":" + num(best);
-  auto compare = [&](int release, const char* flag, const char* field) {
+  auto compare = [&](int release, const char* point, const char* field) {
     double us = 0;
     std::string b = time_placements(l, d, eps, copies, req, release, &us);
     medians += std::string(",\"") + field + "\":" + num(us);
-    if (us < best) best = us, body = b, chosen = std::string(",\"") + flag + "\":true";
+    if (us < best) best = us, body = b, chosen = std::string(",\"release\":\"") + point + "\"";
   };
-  if (late) compare(1, "releaseLate", "releaseLateUs");
-  if (at_exit) compare(2, "releaseAtExit", "releaseExitUs");
+  if (late) compare(1, "late", "releaseLateUs");
+  if (at_exit) compare(2, "exit", "releaseExitUs");
   return body + chosen + medians;
 }
 
