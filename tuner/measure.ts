@@ -157,10 +157,6 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
 export const RELEASE_POINTS = ['late', 'exit'] as const;
 export type ReleasePoint = (typeof RELEASE_POINTS)[number];
 
-/** The release point a database before 2026-12-04 named with two flags: exit, late, or none (the start). */
-export const releasePointOf = (late: unknown, atExit: unknown): ReleasePoint | undefined =>
-  atExit === true ? 'exit' : late === true ? 'late' : undefined;
-
 const isReleasePoint = (v: unknown): v is ReleasePoint => (RELEASE_POINTS as readonly unknown[]).includes(v);
 
 export interface Measurement {
