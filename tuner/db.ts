@@ -14,7 +14,7 @@ import { REGISTER_CAPS, type CudaParams } from '../generator/space.js';
 import type { WgslParams } from '../generator/space-wgsl.js';
 import type { AnyParams } from './direction.js';
 import type { DeviceId } from './device.js';
-import { RELEASE_POINTS, type Measurement, type ReleasePoint } from './measure.js';
+import { RELEASE_POINTS, type Measurement } from './measure.js';
 import type { AdapterId } from './wgsl/adapter.js';
 
 export const DB_FORMAT = 1;
@@ -102,13 +102,8 @@ function upgradeResult(r: DbResult<object>): DbResult<object> {
   const upgraded = params?.registerCap === true ? { ...r, params: { ...params, registerCap: 1024 } } : r;
   const { releaseLate, releaseAtExit, ...rest } = upgraded as DbResult<object> & { releaseLate?: unknown; releaseAtExit?: unknown };
   if (releaseLate === undefined && releaseAtExit === undefined) return upgraded;
-  const release = releasePointOf(releaseLate, releaseAtExit);
-  return release ? { ...rest, release } : rest;
+  return releaseAtExit === true ? { ...rest, release: 'exit' } : releaseLate === true ? { ...rest, release: 'late' } : rest;
 }
-
-/** The release point a database before 2026-12-04 named with two flags: exit, late, or none (the start). */
-const releasePointOf = (late: unknown, atExit: unknown): ReleasePoint | undefined =>
-  atExit === true ? 'exit' : late === true ? 'late' : undefined;
 
 /** A register cap the launch bounds can take: one this normgen knows, a whole number of the CTA's threads. */
 const registerCapFits = (cap: unknown, threads: unknown) =>
