@@ -205,6 +205,24 @@ test('the probe (test/gpu/probe.cu) builds for sm_90a, no kernel with stack or s
   for (const k of kernels) assert.ok(k.stackBytes === 0 && !spills(k), JSON.stringify(k));
 });
 
+test('the reload micro benchmark (test/gpu/reload_micro.cu) builds against the templates as generated', async () => {
+  const source = fileURLToPath(new URL('../../test/gpu/reload_micro.cu', import.meta.url));
+  const cli = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+  const dir = join(tmpdir(), `normgen-reload-micro-${process.pid}`);
+  try {
+    const generate = spawnSync(process.execPath, [cli, 'generate', '--op', 'rmsnorm', '--dtype', 'bf16', '--hidden', '8192', '--rows', '32768', '--out', dir], { encoding: 'utf8' });
+    assert.is(generate.status, 0, generate.stderr);
+    const [generated] = readdirSync(dir).filter((f) => f.endsWith('.cu'));
+    const args = ['-O3', '-std=c++17', '-arch=sm_90a', '-Xptxas', '-v', '-I', dir, `-DGENERATED="${generated}"`, '-c', '-o', join(dir, 'micro.o'), source];
+    const nvcc = spawnSync(await findNvcc(), args, { encoding: 'utf8' });
+    assert.is(nvcc.status, 0, nvcc.stderr);
+    const measured = [...parsePtxasReport(nvcc.stderr).keys()].filter((name) => /template_reload|hand_reload/.test(name));
+    assert.is(measured.length, 14); // 6 of the template's kernel, 8 hand-written
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('the fp16 widening probe (test/gpu/cvt-f16.cu) builds, and its integer widening is exact for all 65536 patterns', async () => {
   const source = fileURLToPath(new URL('../../test/gpu/cvt-f16.cu', import.meta.url));
   const exe = join(tmpdir(), `normgen-cvt-f16-${process.pid}`);
