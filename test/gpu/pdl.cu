@@ -39,11 +39,7 @@
 #include <utility>
 #include <vector>
 
-#define CHECK(call)                                                                               \
-  do {                                                                                            \
-    cudaError_t e = (call);                                                                       \
-    if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e)); exit(1); } \
-  } while (0)
+#include "cuda_check.h"
 
 using bf16 = __nv_bfloat16;
 struct alignas(16) Chunk { bf16 v[8]; };  // one 16-byte load

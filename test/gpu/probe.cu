@@ -21,11 +21,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t e = (call);                                                                  \
-    if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e)); exit(1); } \
-  } while (0)
+#include "cuda_check.h"
 
 using bf16 = __nv_bfloat16;
 struct alignas(16) Chunk { bf16 v[8]; };  // 8 values, one 16-byte load

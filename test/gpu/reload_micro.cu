@@ -20,11 +20,7 @@
 
 #include GENERATED
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t e = (call);                                                                  \
-    if (e != cudaSuccess) { fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e)); exit(1); } \
-  } while (0)
+#include "cuda_check.h"
 
 using bf16 = __nv_bfloat16;
 constexpr int kHidden = 8192, kRows = 32768, kCopies = 3;  // 3 x 512 MiB of x: no L2 reuse between launches
