@@ -20,7 +20,7 @@ struct Config {
 
 // regs.t64.v8.tpr64.i1.early.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_728867c14133(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_5960bccfe24f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -35,9 +35,43 @@ normgen_rmsnorm_fwd_728867c14133(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
 }
 
+// regs.t64.v8.tpr64.i1.early
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_6085e422a39c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 1, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 0, true>(p);
+}
+
+// regs.t64.v8.tpr16.i4.early.h512
+extern "C" __global__ void __launch_bounds__(64, 1)
+normgen_rmsnorm_fwd_f364bbb4ea69(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 64, 8, 16, 4, 1, 512>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 64, 8, 16, 4, 1, 512, true>(p);
+}
+
 // regs.t256.v8.tpr256.i1
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_fc6c1e8bf93e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_04c926b3fd41(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -54,7 +88,7 @@ normgen_rmsnorm_fwd_fc6c1e8bf93e(const NormgenFwdParams p) {
 
 // regs.t64.v8.tpr32.i2.early.h512
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_45877bb26476(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ad260471e8e9(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -69,9 +103,9 @@ normgen_rmsnorm_fwd_45877bb26476(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
 }
 
-// regs.t128.v8.tpr64.i1.cap2048.h512
-extern "C" __global__ void __launch_bounds__(128, 16)
-normgen_rmsnorm_fwd_c4c3a4b8d7e3(const NormgenFwdParams p) {
+// ring.t128.v8.tpr64.i1.s2.sw.h512
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_141304f399df(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -83,12 +117,12 @@ normgen_rmsnorm_fwd_c4c3a4b8d7e3(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 64, 1, 1, 512>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 1, 1, 2, true, false, false, 512>(p);
 }
 
 // regs.t256.v8.tpr32.i2.h512
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_dca35413cc01(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f87acb49558c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -103,9 +137,9 @@ normgen_rmsnorm_fwd_dca35413cc01(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 32, 2, 1, 512>(p);
 }
 
-// ring.t512.v8.tpr32.i2.s2.sw.h512
+// ring.t512.v8.tpr16.i4.s2.sw.h512
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_c8a23a8778a1(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c87b202dfc6d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -114,15 +148,15 @@ normgen_rmsnorm_fwd_c8a23a8778a1(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 32, 2, 1, 512>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 16, 4, 1, 512>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 32, 2, 1, 2, true, false, false, 512>(p);
+  normgen::ring_kernel<Config, 512, 8, 16, 4, 1, 2, true, false, false, 512>(p);
 }
 
-// ring.t128.v8.tpr8.i8.s3.sw.h512
+// ring.t128.v8.tpr8.i8.s3.sw.hold.h512
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_56c0f3518da8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a216133c887e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -134,12 +168,12 @@ normgen_rmsnorm_fwd_56c0f3518da8(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 8, 8, 8, 1, 512>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 8, 8, 1, 3, true, false, false, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 8, 8, 1, 3, true, false, true, 512>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_c0460d40555f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ab4b794e5c56(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -156,7 +190,7 @@ normgen_rmsnorm_fwd_c0460d40555f(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr128.i1.early
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_f4b1bf62718f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1a7dfbef6a80(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -171,26 +205,9 @@ normgen_rmsnorm_fwd_f4b1bf62718f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
 }
 
-// regs.t128.v8.tpr64.i2.early.h768
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_71ec4face410(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 64, 2, 1, 768>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768, true>(p);
-}
-
 // regs.t64.v8.tpr32.i3.early.h768
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_56609af09121(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_466dcfb32b0a(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -205,9 +222,9 @@ normgen_rmsnorm_fwd_56609af09121(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768, true>(p);
 }
 
-// regs.t128.v8.tpr128.i1.cap1536
-extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_rmsnorm_fwd_8b50f37d6544(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i1.cap2048.h768
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_11e59bcd15c3(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -216,15 +233,15 @@ normgen_rmsnorm_fwd_8b50f37d6544(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 0>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 768>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
 }
 
 // regs.t512.v8.tpr32.i3.h768
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_1d979b8775f1(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_a6f9463300eb(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -241,7 +258,7 @@ normgen_rmsnorm_fwd_1d979b8775f1(const NormgenFwdParams p) {
 
 // ring.t128.v8.tpr32.i3.s3.sw.h768
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_8b3461ec4dcf(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_cf195247244c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -256,9 +273,9 @@ normgen_rmsnorm_fwd_8b3461ec4dcf(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
 }
 
-// ring.t512.v8.tpr16.i6.s3.sw.h768
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_c644004464e1(const NormgenFwdParams p) {
+// ring.t256.v8.tpr16.i6.s3.sw.h768
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_aa5777fee401(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -267,15 +284,32 @@ normgen_rmsnorm_fwd_c644004464e1(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 16, 6, 1, 768>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 16, 6, 1, 768>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 16, 6, 1, 3, true, false, false, 768>(p);
+  normgen::ring_kernel<Config, 256, 8, 16, 6, 1, 3, true, false, false, 768>(p);
+}
+
+// regs.t128.v8.tpr32.i3
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_e70e1a7d6991(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i1.early.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_75c127597831(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_38eb0e74a7a3(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -290,9 +324,9 @@ normgen_rmsnorm_fwd_75c127597831(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
 }
 
-// regs.t64.v8.tpr64.i2.early.h1024
+// regs.t64.v8.tpr32.i4.early.h1024
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_5662656968b0(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_84241283c585(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -301,15 +335,15 @@ normgen_rmsnorm_fwd_5662656968b0(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 64, 8, 64, 2, 1, 1024>(p);
+  normgen::prefetch_first_rows<Config, 64, 8, 32, 4, 1, 1024>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024, true>(p);
+  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024, true>(p);
 }
 
 // regs.t128.v8.tpr128.i1.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_52526c9c1bbc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_17db49285b45(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -324,9 +358,9 @@ normgen_rmsnorm_fwd_52526c9c1bbc(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
 }
 
-// ring.t128.v8.tpr64.i2.s3.h1024
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_545d4c0e65d1(const NormgenFwdParams p) {
+// ring.t512.v8.tpr128.i1.s2.sw.h1024
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_b679f4cc304c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -335,15 +369,15 @@ normgen_rmsnorm_fwd_545d4c0e65d1(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 64, 2, 1, 1024>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 1, 1, 1024>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 64, 2, 1, 3, false, false, false, 1024>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 1, 1, 2, true, false, false, 1024>(p);
 }
 
 // ring.t128.v8.tpr32.i4.s3.sw.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_4430fa7a12ad(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_387f6becbb75(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -360,7 +394,7 @@ normgen_rmsnorm_fwd_4430fa7a12ad(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr64.i2.h1024
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_557d8a73372d(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_35650aed4a4d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -377,7 +411,7 @@ normgen_rmsnorm_fwd_557d8a73372d(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr64.i2
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_a16ef9fc48ad(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_563446275f53(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -394,7 +428,7 @@ normgen_rmsnorm_fwd_a16ef9fc48ad(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr128.i2.early.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_cd4a27231a9c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7d11a27f6fcc(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -411,7 +445,7 @@ normgen_rmsnorm_fwd_cd4a27231a9c(const NormgenFwdParams p) {
 
 // regs.t256.v8.tpr256.i1.early
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_2400aec9d74b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_97bd86cd6d5f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -426,9 +460,9 @@ normgen_rmsnorm_fwd_2400aec9d74b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.cap1536.h1536
-extern "C" __global__ void __launch_bounds__(256, 6)
-normgen_rmsnorm_fwd_6c31f6839435(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i1.cap2048.h1536
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_518116dca35d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -443,9 +477,9 @@ normgen_rmsnorm_fwd_6c31f6839435(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
 }
 
-// ring.t128.v8.tpr64.i3.s2.sw.h1536
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_deb3a256b3bb(const NormgenFwdParams p) {
+// ring.t512.v8.tpr32.i6.s2.sw.h1536
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_21f13c203dec(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -454,49 +488,15 @@ normgen_rmsnorm_fwd_deb3a256b3bb(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 64, 3, 1, 1536>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 6, 1, 1536>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 64, 3, 1, 2, true, false, false, 1536>(p);
-}
-
-// ring.t128.v8.tpr64.i3.s2
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_6d92611cb234(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 64, 3, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 64, 3, 1, 2, false, false, false, 0>(p);
-}
-
-// ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_610f40e97822(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 32, 6, 1, 1536>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 256, 8, 32, 6, 1, 3, true, false, true, 1536>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 6, 1, 2, true, false, false, 1536>(p);
 }
 
 // regs.t128.v8.tpr64.i3.h1536
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_14866f5f6a6e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b030c597dee5(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -513,7 +513,7 @@ normgen_rmsnorm_fwd_14866f5f6a6e(const NormgenFwdParams p) {
 
 // regs.t64.v8.tpr64.i3
 extern "C" __global__ void __launch_bounds__(64, 1)
-normgen_rmsnorm_fwd_bc6d0439f624(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_483bfbc219da(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -530,7 +530,7 @@ normgen_rmsnorm_fwd_bc6d0439f624(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr128.i2.early.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_e22d918de4ba(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_ef17e5df27c8(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -545,9 +545,9 @@ normgen_rmsnorm_fwd_e22d918de4ba(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
 }
 
-// regs.t128.v8.tpr128.i2.h2048
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_0dd058980eac(const NormgenFwdParams p) {
+// regs.t256.v8.tpr128.i2.early.h2048
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8422b780ecae(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -556,15 +556,32 @@ normgen_rmsnorm_fwd_0dd058980eac(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 1, 2048>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 128, 2, 1, 2048>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048>(p);
+  normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 2048, true>(p);
+}
+
+// regs.t256.v8.tpr256.i1.cap1536.h2048
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_10a59cc658cc(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 1, 2048>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
 }
 
 // ring.t512.v8.tpr256.i1.s3.sw.h2048
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_907e23919145(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8f3570eae18f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -581,7 +598,7 @@ normgen_rmsnorm_fwd_907e23919145(const NormgenFwdParams p) {
 
 // ring.t128.v8.tpr32.i8.s3.sw.h2048
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_0837bcfdd98e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_08ac0f637932(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -598,7 +615,7 @@ normgen_rmsnorm_fwd_0837bcfdd98e(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr128.i2
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_c4cc0407ef88(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d6e71d66e067(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -615,7 +632,7 @@ normgen_rmsnorm_fwd_c4cc0407ef88(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr128.i3.early.h2560
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_c5f52ae5405b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f4e0ee9e6a51(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -632,7 +649,7 @@ normgen_rmsnorm_fwd_c5f52ae5405b(const NormgenFwdParams p) {
 
 // regs.t512.v8.tpr512.i1.early
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_38a4059fa4be(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_957ad921ffde(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -647,145 +664,9 @@ normgen_rmsnorm_fwd_38a4059fa4be(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
 }
 
-// regs.t256.v8.tpr256.i2
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_b29818a8b452(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
-}
-
-// regs.t512.v8.tpr512.i1.early.h2560
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_5ec5ee4313b5(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 2560>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
-}
-
-// regs.t256.v8.tpr256.i2.h2560
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_8bedd3ff5fec(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 2560>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
-}
-
-// ring.t512.v8.tpr128.i3.s3
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_2af4009acbd6(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 128, 3, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 128, 3, 1, 3, false, false, false, 0>(p);
-}
-
-// ring.t128.v8.tpr64.i5.s3.sw.h2560
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_8a22694d704e(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 64, 5, 1, 2560>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 64, 5, 1, 3, true, false, false, 2560>(p);
-}
-
-// regs.t128.v8.tpr128.i3
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_5d5a94c6fce8(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
-}
-
-// regs.t128.v8.tpr128.i3.h2560
-extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_622354eac986(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 2560>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
-}
-
-// regs.t256.v8.tpr256.i2.early.h3072
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_9d8512f0e4f6(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 3072>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
-}
-
 // regs.t256.v8.tpr256.i2.early
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_9e61d1bdb9f4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0a6399c10828(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -800,9 +681,145 @@ normgen_rmsnorm_fwd_9e61d1bdb9f4(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0, true>(p);
 }
 
+// regs.t128.v8.tpr128.i3.early
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_e4df3eda8fd6(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
+}
+
+// regs.t512.v8.tpr512.i1.early.h2560
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_a23e8a109351(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 2560>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
+}
+
+// regs.t512.v8.tpr512.i1.cap2048.h2560
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_c5c350644339(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 2560>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
+}
+
+// regs.t256.v8.tpr256.i2
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_5554470e2ee4(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+
+// ring.t512.v8.tpr128.i3.s2.sw.h2560
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_75410989f039(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 3, 1, 2560>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 512, 8, 128, 3, 1, 2, true, false, false, 2560>(p);
+}
+
+// ring.t128.v8.tpr64.i5.s3.sw.h2560
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_6dc642e44c3f(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 5, 1, 2560>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 64, 5, 1, 3, true, false, false, 2560>(p);
+}
+
+// regs.t128.v8.tpr128.i3.h2560
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_f4e7d72ecd5c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 2560>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
+}
+
+// regs.t128.v8.tpr128.i3
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_7c611ac01e0e(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
+}
+
 // regs.t128.v8.tpr128.i3.early.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_3a1925b6b2d5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4eafec7bffd2(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -819,7 +836,7 @@ normgen_rmsnorm_fwd_3a1925b6b2d5(const NormgenFwdParams p) {
 
 // regs.t512.v8.tpr512.i1.cap1536.h3072
 extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_bd608075a937(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_0e8912cab45d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -834,9 +851,26 @@ normgen_rmsnorm_fwd_bd608075a937(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
 }
 
+// ring.t128.v8.tpr128.i3.s3.sw.h3072
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_52631f05e016(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 3072>(p);
+}
+
 // ring.t128.v8.tpr64.i6.s3.sw.h3072
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_ddb42f1bb26b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e1432ba61f5f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -851,9 +885,9 @@ normgen_rmsnorm_fwd_ddb42f1bb26b(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 64, 6, 1, 3, true, false, false, 3072>(p);
 }
 
-// regs.t256.v8.tpr128.i3
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_eea611ec6235(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i3.h3072
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_b10a777438b7(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -862,15 +896,32 @@ normgen_rmsnorm_fwd_eea611ec6235(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 128, 3, 1, 0>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 128, 3, 1, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
+}
+
+// regs.t128.v8.tpr128.i4.early.h4096
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_e3c4dd569381(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.early.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_08a021953411(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_28eab34d9ac0(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -885,26 +936,9 @@ normgen_rmsnorm_fwd_08a021953411(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c2.early.h4096
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d40091e36935(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 2, 4096>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 4096, true>(p);
-}
-
-// ring.t256.v8.tpr256.i2.s3.h4096
+// smem.t256.v8.tpr256.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_96add05d32e5(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_9b2bf4c9fd7e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -913,15 +947,15 @@ normgen_rmsnorm_fwd_96add05d32e5(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 4096>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 1, 4096>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 256, 8, 256, 2, 1, 3, false, false, false, 4096>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
 }
 
 // ring.t128.v8.tpr128.i4.s3.sw.h4096
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_4ea61040a7ac(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b645e666d06f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -936,9 +970,9 @@ normgen_rmsnorm_fwd_4ea61040a7ac(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 4, 1, 3, true, false, false, 4096>(p);
 }
 
-// regs.t256.v8.tpr256.i2.h4096
+// reload.t256.v8.tpr256.h4096
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d8ef2ccf52cf(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c40cc5936212(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -946,16 +980,14 @@ normgen_rmsnorm_fwd_d8ef2ccf52cf(const NormgenFwdParams p) {
   // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 1, 4096>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
 }
 
-// reload.t128.v8.tpr128.cap1536
-extern "C" __global__ void __launch_bounds__(128, 12)
-normgen_rmsnorm_fwd_638faef6c259(const NormgenFwdParams p) {
+// reload.t512.v8.tpr256.h4096
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_265623d29c1d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -965,12 +997,12 @@ normgen_rmsnorm_fwd_638faef6c259(const NormgenFwdParams p) {
   if (p.release_at == 0) normgen::release_dependents();
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 0>(p);
+  normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 4096>(p);
 }
 
 // regs.t256.v8.tpr256.i3.early.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_34e4b2518f3c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_37415c4f9990(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -987,7 +1019,7 @@ normgen_rmsnorm_fwd_34e4b2518f3c(const NormgenFwdParams p) {
 
 // regs.t256.v8.tpr256.i3
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_a7df8e3c3478(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_577a34400fba(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1004,7 +1036,7 @@ normgen_rmsnorm_fwd_a7df8e3c3478(const NormgenFwdParams p) {
 
 // regs.t256.v8.tpr256.i3.early
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_bf8660c239de(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_352ace211274(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1021,7 +1053,7 @@ normgen_rmsnorm_fwd_bf8660c239de(const NormgenFwdParams p) {
 
 // regs.t512.v8.tpr512.i2.early
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_515c97767db4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_c8a573cda1b5(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1038,7 +1070,7 @@ normgen_rmsnorm_fwd_515c97767db4(const NormgenFwdParams p) {
 
 // regs.t256.v8.tpr256.i3.h5120
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4c84d32bdcb4(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_cc560f456412(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1053,9 +1085,9 @@ normgen_rmsnorm_fwd_4c84d32bdcb4(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
 }
 
-// ring.t512.v8.tpr256.i3.s2
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_efb2b9646b1e(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i5.s3.sw.h5120
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_d758a4a78dcc(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1064,15 +1096,30 @@ normgen_rmsnorm_fwd_efb2b9646b1e(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 256, 3, 1, 0>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 256, 3, 1, 2, false, false, false, 0>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, false, 5120>(p);
+}
+
+// reload.t256.v8.tpr256.cap1536.h5120
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_c74e1edd32b7(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 5120>(p);
 }
 
 // regs.t128.v8.tpr128.i3.c2.early.h6144
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_7b670d07ea88(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_dd2ad0aa73f0(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1087,26 +1134,9 @@ normgen_rmsnorm_fwd_7b670d07ea88(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c2.early
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_50719c4d7997(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0, true>(p);
-}
-
 // regs.t512.v8.tpr512.i2.early.h6144
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_5b4f2c7b18aa(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_41c22f94c066(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1121,41 +1151,9 @@ normgen_rmsnorm_fwd_5b4f2c7b18aa(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
 }
 
-// ring.t256.v8.tpr256.i3.s2.h6144
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_adae063b2a4d(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 6144>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 256, 8, 256, 3, 1, 2, false, false, false, 6144>(p);
-}
-
-// reload.t512.v8.tpr128.h6144
+// smem.t512.v8.tpr512.h6144
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_0fa7df2ea253(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::reload_kernel<Config, 512, 8, 128, 0, 1, 6144>(p);
-}
-
-// regs.t256.v8.tpr256.i2.c2.early.h7168
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c5016895bc86(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e991264d2307(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1164,83 +1162,15 @@ normgen_rmsnorm_fwd_c5016895bc86(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 1, 6144>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 6144>(p);
 }
 
-// regs.t512.v8.tpr512.i2.early.h7168
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_69a4c56a26ac(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168, true>(p);
-}
-
-// regs.t256.v8.tpr256.i4.early
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_ad61dd505f6b(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0, true>(p);
-}
-
-// ring.t512.v8.tpr512.i2.s3.h7168
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_ec8c5adc3784(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 7168>(p);
-}
-
-// ring.t512.v8.tpr512.i2.s3
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_235243ebd32e(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 0>(p);
-}
-
-// ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+// ring.t128.v8.tpr128.i6.s3.sw.h6144
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_aeedc7699344(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_586ef67f83f0(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1249,15 +1179,79 @@ normgen_rmsnorm_fwd_aeedc7699344(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 3, true, false, true, 7168>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 1, 3, true, false, false, 6144>(p);
+}
+
+// reload.t256.v8.tpr256.h6144
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_0ffae29bbe56(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 6144>(p);
+}
+
+// reload.t256.v8.tpr256.cap1536
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_b4412a3c0192(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+
+// regs.t128.v8.tpr128.i4.c2.early.h7168
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_7c65c9faae43(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 7168>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 7168, true>(p);
+}
+
+// regs.t256.v8.tpr256.i2.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_d9bdb2253b4c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0, true>(p);
 }
 
 // regs.t256.v8.tpr256.i4
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_3158332b0bab(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d52b91a00e0b(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1272,9 +1266,26 @@ normgen_rmsnorm_fwd_3158332b0bab(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
 }
 
+// regs.t512.v8.tpr512.i2.early.h7168
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_abcb4950ec71(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168, true>(p);
+}
+
 // regs.t256.v8.tpr256.i4.h7168
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_c2691dcc6661(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_19c927fb2209(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1289,24 +1300,9 @@ normgen_rmsnorm_fwd_c2691dcc6661(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
 }
 
-// reload.t256.v8.tpr256.cap1536
-extern "C" __global__ void __launch_bounds__(256, 6)
-normgen_rmsnorm_fwd_bb2f2c2ffc70(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
-}
-
-// regs.t256.v8.tpr256.i1.c4.early.h8192
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_017d39821c8b(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i7.s2.sw.h7168
+extern "C" __global__ void __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_bc5f4ed2397b(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1315,15 +1311,32 @@ normgen_rmsnorm_fwd_017d39821c8b(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 8192>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192, true>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 2, true, false, false, 7168>(p);
+}
+
+// regs.t128.v8.tpr128.i2.c4.early.h8192
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_b743f422fc14(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
 }
 
 // regs.t256.v8.tpr256.i1.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_09105838b911(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_9d64131f278e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1340,7 +1353,7 @@ normgen_rmsnorm_fwd_09105838b911(const NormgenFwdParams p) {
 
 // regs.t512.v8.tpr512.i2.early.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_7c620679fb46(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_e231013fdc1e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1357,7 +1370,7 @@ normgen_rmsnorm_fwd_7c620679fb46(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr128.i2.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_e0fd8319a695(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_98f5798eda36(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1374,7 +1387,7 @@ normgen_rmsnorm_fwd_e0fd8319a695(const NormgenFwdParams p) {
 
 // ring.t512.v8.tpr512.i2.s3.h8192
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_beff22cff87e(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_61cd6fc8e52d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1389,9 +1402,26 @@ normgen_rmsnorm_fwd_beff22cff87e(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 8192>(p);
 }
 
+// ring.t512.v8.tpr512.i2.s3
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_9e7653b9e3e5(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 0>(p);
+}
+
 // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
 extern "C" __global__ void __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_d9781d5e01ab(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_74ace3e1043c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1406,9 +1436,9 @@ normgen_rmsnorm_fwd_d9781d5e01ab(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 8, 1, 3, true, false, true, 8192>(p);
 }
 
-// smem.t512.v8.tpr512.h8192
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_bb3d30a55c42(const NormgenFwdParams p) {
+// smem.t256.v8.tpr256.h8192
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_a8cd71a67d49(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1417,15 +1447,30 @@ normgen_rmsnorm_fwd_bb3d30a55c42(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 1, 8192>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 1, 8192>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 8192>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
+}
+
+// reload.t256.v8.tpr256
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_327298b0db7c(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
 }
 
 // regs.t128.v8.tpr128.i3.c4.early.h12288
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_fdcc08ca4717(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_1f360591ade2(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1442,7 +1487,7 @@ normgen_rmsnorm_fwd_fdcc08ca4717(const NormgenFwdParams p) {
 
 // regs.t256.v8.tpr256.i2.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_0985fe645f81(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_3d13cc65fd4c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1459,7 +1504,7 @@ normgen_rmsnorm_fwd_0985fe645f81(const NormgenFwdParams p) {
 
 // regs.t128.v8.tpr128.i3.c4.early
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_f622184adca9(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_31924ab6d909(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1474,9 +1519,9 @@ normgen_rmsnorm_fwd_f622184adca9(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
 }
 
-// regs.t512.v8.tpr512.i1.c4.early
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_597a965fa3e2(const NormgenFwdParams p) {
+// ring.t512.v8.tpr512.i3.s3.sw.h12288
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_da57e4cc0260(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1485,49 +1530,15 @@ normgen_rmsnorm_fwd_597a965fa3e2(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 4, 0>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 3, 1, 12288>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
-}
-
-// ring.t128.v8.tpr128.i6.c2.s2.sw.hold.h12288
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_46a7937cf81d(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 2, true, false, true, 12288>(p);
-}
-
-// ring.t128.v8.tpr128.i6.c2.s3.h12288
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_0201ec3b492b(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, false, false, false, 12288>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 3, 1, 3, true, false, false, 12288>(p);
 }
 
 // regs.t256.v8.tpr256.i6
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_841d4df97b1a(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_20b9a5acad0d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1542,9 +1553,9 @@ normgen_rmsnorm_fwd_841d4df97b1a(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
 }
 
-// smem.t512.v8.tpr512.h12288
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_7a3dfcc23dde(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_9a0684cd8ef7(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1553,15 +1564,32 @@ normgen_rmsnorm_fwd_7a3dfcc23dde(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 1, 12288>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
 }
 
-// reload.t512.v8.tpr256.h12288
+// ring.t512.v8.tpr256.i6.s2.h12288
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_b30ba542fb48(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6739b7ae0ed6(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 6, 1, 12288>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 512, 8, 256, 6, 1, 2, false, false, false, 12288>(p);
+}
+
+// reload.t512.v8.tpr512.h12288
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_850b83443ecf(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1571,12 +1599,12 @@ normgen_rmsnorm_fwd_b30ba542fb48(const NormgenFwdParams p) {
   if (p.release_at == 0) normgen::release_dependents();
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 12288>(p);
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 12288>(p);
 }
 
 // regs.t128.v8.tpr128.i2.c8.early.h16384
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_88f4deca097f(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_f0bc4deee45c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1591,26 +1619,9 @@ normgen_rmsnorm_fwd_88f4deca097f(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
 }
 
-// regs.t256.v8.tpr256.i1.c8.early
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_dcd326a85ca8(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0, true>(p);
-}
-
 // regs.t256.v8.tpr256.i8
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_89207e5e373b(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_056d45d61436(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1625,26 +1636,9 @@ normgen_rmsnorm_fwd_89207e5e373b(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
 }
 
-// regs.t128.v8.tpr128.i2.c8.early
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_e939d82f2b10(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 0, true>(p);
-}
-
 // regs.t256.v8.tpr256.i2.c4.early.h16384
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_61dca78ab0b3(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b3be17cd74bd(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1659,9 +1653,9 @@ normgen_rmsnorm_fwd_61dca78ab0b3(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384, true>(p);
 }
 
-// ring.t512.v8.tpr512.i4.s2.h16384
-extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_992834cd8834(const NormgenFwdParams p) {
+// ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_5c5c5571cd2f(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1670,15 +1664,15 @@ normgen_rmsnorm_fwd_992834cd8834(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 16384>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 512, 4, 1, 2, false, false, false, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
 }
 
-// regs.t512.v8.tpr512.i4.h16384
+// ring.t512.v8.tpr512.i4.s3.h16384
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_6d402411b777(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8d1d8987dd8a(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1690,12 +1684,12 @@ normgen_rmsnorm_fwd_6d402411b777(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 16384>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 1, 3, false, false, false, 16384>(p);
 }
 
 // reload.t512.v8.tpr512.cap1536.h16384
 extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_b944ed14185c(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_6413b7b5efc9(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1708,24 +1702,9 @@ normgen_rmsnorm_fwd_b944ed14185c(const NormgenFwdParams p) {
   normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
 }
 
-// reload.t512.v8.tpr512.cap1536
-extern "C" __global__ void __launch_bounds__(512, 3)
-normgen_rmsnorm_fwd_d16a2848f0ab(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 0>(p);
-}
-
 // regs.t128.v8.tpr128.i2.c16.early.h32768
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_097197f72141(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_05778eb2d832(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1740,24 +1719,9 @@ normgen_rmsnorm_fwd_097197f72141(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
 }
 
-// reload.t256.v8.tpr256
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d1ac926ebb43(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
-}
-
-// regs.t256.v8.tpr256.i2.c8.early
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_559820eb7cad(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i2.c16.early
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_519adb45e0dd(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1766,15 +1730,32 @@ normgen_rmsnorm_fwd_559820eb7cad(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 0>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 0>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 0, true>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0, true>(p);
+}
+
+// regs.t256.v8.tpr256.i2.c8.early.h32768
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_4818a40deeab(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 32768>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768, true>(p);
 }
 
 // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_46545460a3cc(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_dbd90c848693(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1789,9 +1770,26 @@ normgen_rmsnorm_fwd_46545460a3cc(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 8, 4, 3, true, false, true, 32768>(p);
 }
 
+// regs.t512.v8.tpr512.i4.c2.early
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_2aa31534f975(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 0>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 0, true>(p);
+}
+
 // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_582c2570f886(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_2176d4dd3f3c(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1808,7 +1806,7 @@ normgen_rmsnorm_fwd_582c2570f886(const NormgenFwdParams p) {
 
 // smem.t256.v8.tpr256.c2.h32768
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_de38d5404714(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_8c0ae173fae5(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1823,9 +1821,9 @@ normgen_rmsnorm_fwd_de38d5404714(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 32768>(p);
 }
 
-// smem.t256.v8.tpr256.c2
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_6e4a1db7bc2f(const NormgenFwdParams p) {
+// smem.t512.v8.tpr512
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_4ed63137b81e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1834,15 +1832,15 @@ normgen_rmsnorm_fwd_6e4a1db7bc2f(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 0>(p);
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 1, 0>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 0>(p);
 }
 
-// regs.t256.v8.tpr256.i2.c16.early.h65536
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_d747647fded5(const NormgenFwdParams p) {
+// regs.t128.v8.tpr128.i4.c16.early.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_8cbc43791055(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1851,15 +1849,15 @@ normgen_rmsnorm_fwd_d747647fded5(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
 }
 
 // regs.t256.v8.tpr256.i2.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_4716cdd10a72(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_34cfeaa0a1e7(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1874,9 +1872,9 @@ normgen_rmsnorm_fwd_4716cdd10a72(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0, true>(p);
 }
 
-// ring.t512.v8.tpr512.i8.c2.s3.h65536
-extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_6ba4486a5da1(const NormgenFwdParams p) {
+// regs.t256.v8.tpr256.i2.c16.early.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_ce7dabd04cc3(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1885,15 +1883,32 @@ normgen_rmsnorm_fwd_6ba4486a5da1(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 512, 8, 512, 8, 2, 65536>(p);
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::ring_kernel<Config, 512, 8, 512, 8, 2, 3, false, false, false, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
+}
+
+// ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_b09ad4f2c218(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
 }
 
 // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_8ff299647e00(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_59b92a6bad7d(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1908,26 +1923,9 @@ normgen_rmsnorm_fwd_8ff299647e00(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, false, 65536>(p);
 }
 
-// smem.t256.v8.tpr256.c4.h65536
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_02361e540146(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 65536>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 65536>(p);
-}
-
 // smem.t256.v8.tpr256.c4
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_e6274dfe06c8(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_927f670086f5(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1942,26 +1940,9 @@ normgen_rmsnorm_fwd_e6274dfe06c8(const NormgenFwdParams p) {
   normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 0>(p);
 }
 
-// regs.t256.v8.tpr256.i4.c16.early
-extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_9d9e9bcd6b36(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 0>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 0, true>(p);
-}
-
 // regs.t256.v8.tpr256.i4.c16.early.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_347a8353f858(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_dc4650d5dd73(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1978,7 +1959,7 @@ normgen_rmsnorm_fwd_347a8353f858(const NormgenFwdParams p) {
 
 // regs.t512.v8.tpr512.i2.c16.early
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
-normgen_rmsnorm_fwd_dcc310384121(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d222218f5025(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -1995,7 +1976,7 @@ normgen_rmsnorm_fwd_dcc310384121(const NormgenFwdParams p) {
 
 // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
 extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_79903be6fd39(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_54fb493aae95(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -2010,9 +1991,26 @@ normgen_rmsnorm_fwd_79903be6fd39(const NormgenFwdParams p) {
   normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, false, false, 131072>(p);
 }
 
+// ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_6dec22fdda8a(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, true, false, 131072>(p);
+}
+
 // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_90e0f2b9ae58(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_4199efeac4b7(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -2029,7 +2027,7 @@ normgen_rmsnorm_fwd_90e0f2b9ae58(const NormgenFwdParams p) {
 
 // smem.t256.v8.tpr256.c4.h131072
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_bd3748e30403(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_d5502bbdba21(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -2046,7 +2044,7 @@ normgen_rmsnorm_fwd_bd3748e30403(const NormgenFwdParams p) {
 
 // reload.t256.v1.tpr256
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_ef760b911098(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_7c9298cb6553(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never

@@ -20,39 +20,39 @@ struct Config {
 
 // regs.t256.v8.tpr128.i4.s3.lean.sw.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_b54e8406d741(const NormgenBwdParams p) {
+normgen_layernorm_bwd_529b83d80aec(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_regs_kernel<Config, 256, 8, 128, 4, false, true, false, 3, true, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_b54e8406d741_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_529b83d80aec_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.recompute
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_layernorm_bwd_fc1cbbb71531(const NormgenBwdParams p) {
+normgen_layernorm_bwd_7240c7485473(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_regs_kernel<Config, 512, 8, 512, 4, false, true, false, 2, true, 1, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_fc1cbbb71531_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_7240c7485473_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_13b496e11edc(const NormgenBwdParams p) {
+normgen_layernorm_bwd_d25c472dcf18(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_13b496e11edc_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_d25c472dcf18_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -20,39 +20,39 @@ struct Config {
 
 // regs.t256.v4.tpr256.i4.recompute
 extern "C" __global__ void __launch_bounds__(256, 2)
-normgen_layernorm_bwd_8fc12525901b(const NormgenBwdParams p) {
+normgen_layernorm_bwd_5bc831a20b65(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_regs_kernel<Config, 256, 4, 256, 4, false, true, false, 0, false, 1, false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_8fc12525901b_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_5bc831a20b65_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t128.v4.tpr128.i4.s3.c8.recompute
+// regs.t128.v4.tpr128.i4.s4.c8.recompute
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 2)
-normgen_layernorm_bwd_c5226c481f9d(const NormgenBwdParams p) {
+normgen_layernorm_bwd_41e736b7c55a(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 3, false, 8, false, false>(p);
+  normgen::bwd_regs_kernel<Config, 128, 4, 128, 4, false, true, false, 4, false, 8, false, false>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_c5226c481f9d_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_41e736b7c55a_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_layernorm_bwd_2d1e5da51094(const NormgenBwdParams p) {
+normgen_layernorm_bwd_7dad68307b41(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_layernorm_bwd_2d1e5da51094_reduce(const NormgenBwdParams p) {
+normgen_layernorm_bwd_7dad68307b41_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -20,39 +20,39 @@ struct Config {
 
 // regs.t512.v8.tpr256.i2.s2.lean.sw.recompute
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_bwd_bbf41b4b6def(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_b92e71e5a691(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_regs_kernel<Config, 512, 8, 256, 2, false, true, false, 2, true, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_bbf41b4b6def_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_b92e71e5a691_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.recompute
 extern "C" __global__ void __launch_bounds__(1024, 1)
-normgen_rmsnorm_bwd_d44f0fefced2(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_3a6514b3df91(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_regs_kernel<Config, 1024, 8, 1024, 2, false, true, false, 2, true, 1, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_d44f0fefced2_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_3a6514b3df91_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_bwd_c9dc7ff5ffbb(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_dffdc6b1d919(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_c9dc7ff5ffbb_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_dffdc6b1d919_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

@@ -20,39 +20,39 @@ struct Config {
 
 // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.recompute
 extern "C" __global__ void __launch_bounds__(512, 1)
-normgen_rmsnorm_bwd_9dc0db6120ec(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_3b76865dac1b(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, true, true, false, 3, true, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_9dc0db6120ec_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_3b76865dac1b_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
-// regs.t512.v4.tpr512.i2.s4.c4.recompute
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
-normgen_rmsnorm_bwd_978004d0b68f(const NormgenBwdParams p) {
+// regs.t256.v4.tpr256.i8.s2.lean.reread.sw.c2.recompute
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_bwd_7028d36998c3(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
-  normgen::bwd_regs_kernel<Config, 512, 4, 512, 2, false, true, false, 4, false, 4, false, false>(p);
+  normgen::bwd_regs_kernel<Config, 256, 4, 256, 8, false, true, false, 2, true, 2, true, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_978004d0b68f_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_7028d36998c3_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }
 
 // global.t256.v1.tpr256.recompute
 extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_bwd_41732a1fa9db(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_ffb8ab0ebe76(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_loop_kernel<Config, 256, 1, false, true>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-normgen_rmsnorm_bwd_41732a1fa9db_reduce(const NormgenBwdParams p) {
+normgen_rmsnorm_bwd_ffb8ab0ebe76_reduce(const NormgenBwdParams p) {
   normgen::start_after_previous_grid();
   normgen::bwd_reduce_kernel<Config>(p);
 }

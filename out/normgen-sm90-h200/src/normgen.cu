@@ -9,935 +9,949 @@
 #include "normgen.h"
 #include "normgen_params.h"
 
-extern "C" __global__ void normgen_layernorm_fwd_57ee409d5926(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_19e6c184ce84(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fa5abf644268(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec580660dd7b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_53a541b991c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_afe615f8ce47(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_564c27c4e473(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f9cda5b0fdbd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9d8615d81f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e08c019f5677(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a2965be88832(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4b792e2c5d8d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f759af5edf4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_11182754e4d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fd70d2a03288(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_135354635fd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa29cbb4a82e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_17f6e92b3a09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_58b48df31731(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa1b5e3a4c34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_788a8248b220(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c31059a8325(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed6d2f0a67a6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_bc3cbd588dc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c98864f7b599(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_01d01f3d11ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_14996fd91fb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_970c97343cbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b56ecbaa1c18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d919da909615(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fdae063a31e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d68d1023ec56(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0f39a1ac4553(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1197a7df0dd3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6e624fc10002(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e3f0c2d706b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9ea75e99b8e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e27c5e0ded01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea06381a8d9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1a8f342e0c90(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15261137952c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_12a442cb582e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66d08541a391(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dfbb9995f92e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_be14e6d447f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f5dc681f2a36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_37d9970b38f0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71485f169bc7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d0a0e7888d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_24c5ff7cf57d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0999c9f44eb5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec5b8aefb1c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c551155a4521(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97fdfd2aa838(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0532de419d3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3e6aa1461bf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc0912825562(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_207da877b6ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c6f82090ccc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea37478c0fb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e00001f6b24(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dbe44c61fa23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8d2bc455b38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_633338de5bd2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9effda2f913b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_459288208811(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d15c10dd82ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b15eabede8d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ddb6d43699a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3c8d1f2f9ef8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e2bf3f37aead(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40a36ad630be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0e353a69bae8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d5f5caf6d38(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_588add194a6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_892c415203ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_80ad787d8af3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a96351426ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d4f96fbed811(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_70e3c05f9885(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c0ade1ffd82c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4fdb6a2b66b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2b4b6fa45f07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fb25e68924b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_35b1a3cba0da(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_921ba3ff930d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3cb814772408(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4ce0c9455c88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea300c1633f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ac88afeb8a41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7fdeea6d1e1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b95d5606880d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0776a4d6e445(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_15eeb21dd89f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_596eb7bd2e72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_babe138d21ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_977b76386dd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f38c5a149051(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ea9d390edcf1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9adeda552f55(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8c4bb0417161(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_882e3e4a052f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a1fc8b9a6733(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_26dec3cf62be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f16250bbd285(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4fd995bdff9f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc67e01b222d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c1cdf6e2c07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fba4eb896f40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56caa0c9b297(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_757ff394c807(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_80e12a559674(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_55eb187559a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a0a4ae273ca7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5a1c42bc8395(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9b59737dca3a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_818152fe7b05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_47828ffef9b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3ad99fe08c6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_569b75f55299(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb9771e084c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7d4291e09055(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0ff7dbeae2b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5b68c79ead83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42458db927ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee6c61f0e100(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e0a9245b66a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ffd572813e43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ddb3d6c48307(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edbb05946374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_97924fd3cfd0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8045fef58041(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_81826f64e111(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba4bea7b10c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba625bf66aa5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_434a752bb780(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1bac6dc85d45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04d15dee682a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8a17302522c9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9d1fb0e55245(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c11fae02c079(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56b2d72f5263(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5e9b3cf0c97c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c3b109cc7f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9de690a86602(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a45c15e21e21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_303742c9d21b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b2928783254c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d7b1f50c8f6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_edc036adc5fa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_608df9fa1ecf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dc4ed4614095(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_50adf5a83052(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b29f63c0ba26(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4eef298ab04e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f099761873ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_27aa6a0a1fb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cc8cf4207944(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2c5be12cc270(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d40adceff7d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c6e25a31f104(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ba25895534d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_771faafcc4c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c105c3694f58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d397818fb1ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0de93db6ab3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c1c11b253d0c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_986d7a61502f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_3d5ba24aa41d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a67b61059762(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1c9ddc2123c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_11614a48efb9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_56979717ba5f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0a041168bbc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1e2bf466dc9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_450aee3118c2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8769100464e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7284fe29ce6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_058daa7f3524(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_168d4e2a343d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_124e6213209e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9c21902a306f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_94abb03a5b8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ed0086518411(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9175ce8fb016(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43da7681003e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a79b8ada5653(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ade1d848686f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_aa120aebfd10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fdd26649322e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85933cccca36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7cbb4ade5a27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b08eb10041c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_845b68b624b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5d39599bcdeb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_364f172e0d6a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6c63c2177b34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71d8e2f6d403(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ceb90ba92591(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_80cad5f7d0df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b652de700f52(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1b5d94c8c66b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_41fd78d28d72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_09f0f801e132(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a14c24e0189d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_648d786d6779(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9b1dd77a053(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89bf8a135fd5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_adb8746f9d6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0c67f0abad27(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_71fff3350d2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ee3ad3c277ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_2cd11d8a2108(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_071153db2f2a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6213e24d3edb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_630da787175b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7969c2f88275(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c3543f8bb834(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e9595e9f0287(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b199144ab5fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1cace769131f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5cb0e1d709d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c7b9c5e9429c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_69655688b14e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ec4a97a40060(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d7a24a2c984f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7e90bd64ec72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0703fb6a21a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_377ce9975bf1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b9e82bab8be5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9bddb210bee0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43b4fb981d4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_84835d5e77bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f0282d5df9b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_eb61510bd429(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f2f9bee22534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_da50544b4613(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_098ea1778cc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6445f0808251(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_16c5a1118e15(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_82067db02b6f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d3f59a499069(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1224b5609e43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a0b921f93c98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_89b182ba15ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_839996641739(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_665bac33bd51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_43f4fc6f4785(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f4f9de1bf286(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d0e8982999d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_503c9b2341f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_04a1ef5805d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_746d711171ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e5ef0c35b84a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d10c352bd2df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_abdc276f6f65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25a6709d33ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b9d45a42714d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_957e094e3d36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_25d7429d20d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ef2927862fec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_38102e05a8d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_019d5b367ce7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0445b60f2986(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_66165d8080a0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f8c509368bb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_54ccbe8a4875(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d1a571a9f010(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_e7fbec069495(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a30fc9c7fff3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_0093aecff377(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a8226163023a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1329b78163e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_9fcafd1ab45f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d9096c89b999(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_dbd88a9fa6fb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_031e5ccb6266(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b7623e657ce6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_5dd83cf0e598(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_c4e5a4e188a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a84c61a3ac6d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_8c861015c534(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f7ad901a1cd7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_153372751ac5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_85f554499a6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_604fac66e4d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_42610d8a685c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ae168dde45d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_626220e38260(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_ab28c53e36b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_534c2e01e189(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_f090ad98a374(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_d2028f191387(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_cb440c662efa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_82f021bc42e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_7b29acd0b5a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_40e08be58340(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b6ea97e91b1d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_387ee3767568(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_a7e40ab0073c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_35849c3d3fdc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_defb6b5fccf6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_fc3c55aed442(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_1bcd471cfac5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_6b2aa8a47277(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_4dea53556b4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_b3d0953209ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_layernorm_fwd_05dbcc49beb2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_728867c14133(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fc6c1e8bf93e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45877bb26476(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4c3a4b8d7e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dca35413cc01(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8a23a8778a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56c0f3518da8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0460d40555f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4b1bf62718f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71ec4face410(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56609af09121(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b50f37d6544(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d979b8775f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b3461ec4dcf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c644004464e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75c127597831(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5662656968b0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52526c9c1bbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_545d4c0e65d1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4430fa7a12ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_557d8a73372d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a16ef9fc48ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd4a27231a9c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2400aec9d74b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c31f6839435(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_deb3a256b3bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d92611cb234(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_610f40e97822(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_14866f5f6a6e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bc6d0439f624(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e22d918de4ba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0dd058980eac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_907e23919145(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0837bcfdd98e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c4cc0407ef88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5f52ae5405b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38a4059fa4be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b29818a8b452(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ec5ee4313b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bedd3ff5fec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2af4009acbd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a22694d704e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d5a94c6fce8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_622354eac986(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d8512f0e4f6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9e61d1bdb9f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a1925b6b2d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd608075a937(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ddb42f1bb26b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_eea611ec6235(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_08a021953411(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d40091e36935(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96add05d32e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4ea61040a7ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8ef2ccf52cf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_638faef6c259(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34e4b2518f3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a7df8e3c3478(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf8660c239de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_515c97767db4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4c84d32bdcb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_efb2b9646b1e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b670d07ea88(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50719c4d7997(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5b4f2c7b18aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_adae063b2a4d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0fa7df2ea253(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c5016895bc86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69a4c56a26ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad61dd505f6b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec8c5adc3784(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_235243ebd32e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aeedc7699344(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3158332b0bab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2691dcc6661(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb2f2c2ffc70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_017d39821c8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_09105838b911(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c620679fb46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0fd8319a695(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_beff22cff87e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9781d5e01ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb3d30a55c42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fdcc08ca4717(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0985fe645f81(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f622184adca9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_597a965fa3e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46a7937cf81d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0201ec3b492b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_841d4df97b1a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a3dfcc23dde(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b30ba542fb48(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88f4deca097f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcd326a85ca8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89207e5e373b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e939d82f2b10(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61dca78ab0b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_992834cd8834(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d402411b777(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b944ed14185c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d16a2848f0ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_097197f72141(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1ac926ebb43(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_559820eb7cad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46545460a3cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_582c2570f886(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de38d5404714(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e4a1db7bc2f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d747647fded5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4716cdd10a72(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ba4486a5da1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ff299647e00(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02361e540146(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6274dfe06c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d9e9bcd6b36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_347a8353f858(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dcc310384121(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79903be6fd39(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90e0f2b9ae58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd3748e30403(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef760b911098(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_45549e3fad77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9aa29c4d3c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1d598612b257(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51b48fa0de2d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3ea47888633(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c516357f476(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e489b82e7b64(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cc263c2ea557(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7a9d499a259b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c0ae58a659ef(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c48a77ac268(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32269d0ba9f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d846684f50f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24253dd000f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03e994180bb0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_24e7ed3a4bde(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_12d3859842b6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d90d6376023(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_490bc4da92a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3111ea81e32d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3a19276064f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c06fdfa70b5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0abd1743e8cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c42712ef46e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df6382038338(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f80d401687e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f54933678988(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2170f3e0d4a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9684e703eb5a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e89768169979(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7205c7665b18(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_73c70116dfe9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4286c8ce2661(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_476d3db7c8e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ba75c9bba2a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_387c0989a09f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_446f4c9e802e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bf4e7ad6f0a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6e030e66e4a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8aa1a5ac19a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbdd5cac1ab7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54f3c8f05863(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_212599717b41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1092579b378f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fb0df85509f4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f64b66d647a9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1745f1471c50(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ad01a7382ad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fb79d7a36e2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_625fb89c85e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb0caf3db1f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6b2bc5340146(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1234bc1a58c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1962be041a53(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da79080b7387(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6e679ab088e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae2be092ce8e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_235fdaa3b908(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b0efb56ecdca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38c24d6daa34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2a724c5f0846(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0bd22b3de988(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_639a244aa091(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39bf9f756446(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_243e11c1c7a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_605c0eaf7dfe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_343f6e14480d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02d09e0c9b0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6f07e5b8cb66(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9f56b9ee65b8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84e9ddbf7975(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1f0eddcc6297(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3a4585177e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ceeaef13e6dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fa485b576244(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8126e310354(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f6f0679dadb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ef1e53f3c2bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9d50e4e0e31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38545942838a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a3fb11364229(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79d8b8026406(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6548cf3d3c3d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2e5c442f5683(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0096909edff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8bd52997e8b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec51fdcb7cd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e16a89dc2d58(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_750b3962a099(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d201b00234a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aabcdee65708(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ab119df133fe(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76c7cf405746(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ce6d910fcd4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_26e427b0cbc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_53d52af85b6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_802134bc01a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_133ac118dcec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a3842ad1eed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_156155f675e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7e65c6fd483(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9eaddf9a6d70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0134e8d69b65(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1557266843f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a152b0c8b6b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d61123b4e592(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cffb29614d22(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5117ea26da21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_89708b53d2f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_92c49ed9b991(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1e6d10d0b758(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_feadc568e6e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d839382176a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_85838c0efa76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74cd4861d0cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90d55a2cf4bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2070ce5f2b95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dccdaf68b188(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9806e70c8c6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb114a0655e6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e8f51efc819a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ab9d4431ccc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3eed9cd0c1e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9289284f97bf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69f974427431(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b8ee83330efd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f7865b741e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cf8b293f8a1c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_728ca8a094ce(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d15c168933d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3af2f3d219e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_82b6991e790d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca0141d5c2a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b02e09ba43ab(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d16383cff06(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_911ecfa4e43c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c1e6a659ea5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_39e2866bfdf9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68e335dd02d9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_54ca55ad7833(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_533e04de8c16(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3c1da0819356(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b79f31b7621a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8e8d78944c46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c772f3c7539(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3db20805f8a2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_68385379404b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d84c8920630a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7c1dd4d18e70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_542c28010315(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a4838adfc55e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac833a2c91ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e1a7c81f199(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15662ed67101(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55ca7e5fe849(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5022e9c8ffb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_51692ebd8eb4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e88c5469dece(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_daa49d107952(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1caccf451782(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_759532a9ae21(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ea99d44b7411(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7dfd7b0c280d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1306b2ecabd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b218d025d6ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_17b6e94980a5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bdee9fd64d12(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83138c0dae3f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bcd08cea707e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_38b99dc26fba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e52b0995082f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_727665500d4b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6c4c840c6819(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aba55d5c7d0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f5bf41ec6d8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69340e9ec680(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_205b1dc83f11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b560c74858e7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7e9d6d3dd20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7eda78939e46(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95be443ffbc1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98e8941383b7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5540d6dc9e6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbe1f6a9b7d4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c90e42d1acfd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb6f36a87a54(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0d373a6fa164(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0783ecbb88d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44fc4b105518(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_805e9c7f27fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f8fd69e6431c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_98f37f31fcf3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb1bbcacfa8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90ee9d6ac18d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a08a0a4b788e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f730f56f221a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_511b1fb32a34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_76338fc3ac41(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_58a7c8ccb2cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbc21ec715e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ccb826e18b4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6166c2697e2e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4144c486d8b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6ff60df8d19e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cd8886c1d164(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_32b9bd24609c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd0855ad16ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69e1b566ab36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_49e1a2f0c790(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dbc2712030d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec2edd057fc5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d2d4aec71ae2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_de3f4e25b028(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7590a78fac6c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62241ac0d8ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0dce12dd28c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_550d5473367c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8ee2ff4e4078(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d7825f3ad021(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50792e9de0c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4f2cff28f015(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6872cfce2aad(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_279abfa71e51(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c8238d4c01a8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_447498a766e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4a5e3d656f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c13addfca695(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b01772906ce2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b4af8e9334fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c86e1e11361(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a0fafc7f637b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_705645fac1be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_462f1d2d105e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d9211dc439cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4121b9410373(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_41f23960edf1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36e4695027c1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64470f529119(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_03d4d85dc449(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a01c5759a60f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9738f4457b2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3f38255960f1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad3d9c3bc284(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df90534b4102(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a4813f843de(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_46355c378a75(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3e6cb855818f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a8a930d6a2a1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_88d551ac9268(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9ffe64252c69(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7700b221ef7d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0c384cdd88bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db04e51b2e08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_44ac409927d3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bbe5cbb6c267(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a8b58a12b77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f04f15697152(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ade2ca085717(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_dd953cde2f3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbb58694af9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_716dd662a5bb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1a6ed54e57d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fd4f3e489f42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8cb3969a0745(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02a5016d2deb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2634ac8d6fd6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79b3dbeb84d5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c2f2b8969d77(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62f66a8ae1fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e1f5b7d3b4c8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_313164fd9735(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5d364fe14cbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_608468c7cded(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8d523f17a0f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d769a65af97b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb10ac581dc4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5013057f8537(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2bef99226fb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_159e076ca31f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8a7724b5480(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1eeeb71516fd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d304a446fc42(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d42710d7c3df(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd7208629a25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bb7d711cd719(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5a47ab49f6f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79c8f09d84d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5730470b9fb8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1c6e36b91002(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_66bd76d7e73a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e721f239e663(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4ac20193436(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4b0c59d51bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_613e1ff3557f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f4de82639f71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cdd8c73cb9d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_af8ee21859ac(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d1fc5164ecd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0099e1bb71e4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_df6170cf0afc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5575e0740c07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_15439a9d51f5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67d189e47a09(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2714181e0bc8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d87109e47d11(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21b5d612a5c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cfdc469968ec(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2b631b619054(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21fcf48ac1ca(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5521b07c122f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_81a2b6e7e49c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_63709aa38d97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_548b108fc1f9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5939407aaf93(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bab9d26fbba(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b97d62c3c43c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c84ebd8ec5ed(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d6875d922b78(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1bee0d1dc599(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a6092f050b87(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d4f9f48c4d45(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3d4d21724beb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f38939a1266(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_28b50d9a7919(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cce354a37d3c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5ab15159a1d6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8a7da1111f36(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c4d02e03f9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6cc08b6cd3f7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b9f3cce29bbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6d67a033728a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b3546c88718d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3213290a6053(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2d7a09f91136(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_853ce973de7a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ac9e8bda7cb6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e6ac8a4e4883(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_160f18f6dbff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb857735d7cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96879fa9427b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b95668e28b73(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_db4c33cfd59f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_295eca8f1b23(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4d93503b8832(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0bd1ba5ab262(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0310a7c46049(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_20dc452677e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2cdb685d076d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5fc9b5e93a08(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37f3a82e7ad8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96dfc207e79a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e84874e807ff(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f1c179e6020(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ff3dc7ce0d71(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56c8c286dfbc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_21f7b11fb4e8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ae3fca6e5f0b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8f4bd8826380(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bf82c6077656(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a322cd808198(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e58bce4366b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3eaeb23fea83(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ec66cf5f4fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_511b0f0db2b5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_95a6611d1b97(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3ccd568eba3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9819799b3d80(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69dc58accdf5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6aeff83549eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9aae11802589(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_96b19fe084ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e694158f90d2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_75177e14193f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_34cf7af76cf8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c95c439bbb86(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c9c7eeb48b0e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0e17072c7662(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61d41f38559e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8b1c62d55bbf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61e27456d6db(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_52679660a4e9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d356496f9785(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_840f81f58943(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ad260479b3c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fc6f2f9238b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_181a69f56987(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e9c21f7f06e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_6deb2cd0f091(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9820a6a86eb1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_83177a0e5756(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1cff16cb2645(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec0460472b85(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ecde66352f70(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8733e1fde5dc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b28294dab1f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_42bd73b2b17c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1518f105fc31(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_859bb02fa377(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_7b7203cbb359(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4eca4d20cdd1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acdfb41aa6ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9065f42c3c9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2613b19bc4c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_02237e6106eb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55297f1dd7be(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e54a32d02293(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_36c6cd97c4c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_55c60ae4e499(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5c693a2b1a7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8abbc2235ba5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8c945fa917f3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_898f0ac7c30c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_35830cc1c115(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_aa14580481d7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f0b031cd623a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d3631da85be1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4fb71e9faef1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2c836504c0c3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_279f2dff2adc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f63e4202ec02(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_69618793009e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1ea7841c975d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e4c12235c32f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9d56b0bd31fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29241102ad98(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_90bcfa2f95aa(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b64c86b29393(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1069fa02e6e5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5f85d4c63597(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56f17a8e6227(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_0897542553ae(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_cb920044da17(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3ca66a070dda(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_985a6404047a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_fbbd20e3eaeb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_50a2e04e6c9b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4aee510697d8(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5021e2a332cc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f3f73f2d6d07(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_29b20d3283af(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4af4373482c0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_05489f6b83a4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ee03521b01b9(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4208cdfd4ef6(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c6316176bdb3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b1805bd6c771(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_269a02381e20(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_56978919af25(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b76d200ec59(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_67a3cb8ffd96(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_37d6c442a43d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_913a897a9b30(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_586cc43ef5b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_437ccfba4ef4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_466480c1ebbb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f2311674f3e3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_62ac978cdb63(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a073c5fcd2c7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_74b76526d20e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_acf559c919ee(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_3b6b2dfbb1cd(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2021925405e1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e5fc611287d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5964917169cb(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_bd7696912277(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_067d668e43bc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d73096e4caf7(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_64eb8764c1b3(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d1c8247dd89d(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_b55a640eba8b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f69f9500d3f2(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_243c3cf1fc91(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_164d18cdbe7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_5e34a8596066(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_71c9d616fb7e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9df4e377b21e(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d037557f6e76(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_79ec060966ea(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_2f3adb6fbf4f(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_c01711f04b95(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_61329fffafdf(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_65f212bda18a(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8d010bd9450(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_da93944fd6b4(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f9e05603b984(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_1b332ab9df7c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_8fdc993e3b32(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ed5ba8e7f2c5(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_59b69cbf9925(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d716685d5c4c(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_9768cfc69a34(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_84714c3d17d0(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_105f2b92fca1(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ca3b60dd6052(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_e0ab97dbc7fc(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_d8de52e04c3b(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_f7df6d47e741(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_4462397dab05(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_a80899a05b40(const NormgenFwdParams p);
-extern "C" __global__ void normgen_rmsnorm_fwd_ec5ba69a66a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a68f4acf9201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f042a3c882f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ed58036bf52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d96d84db271f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c8929d0ae36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c93844dee154(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9883d2bad3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20547f14aaca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_440dfcc5ef69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e16d329ed8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f819abdebde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d77ee8ae32c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d0fbd4e0dc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d1b9bfdebe8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a7c3c9d3fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a401dc07b436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a44130f649e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b107a1deb10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e01d55329a15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e00956e8a022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7006429b3f8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d00ef626088(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f4041f0d4c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9626e1699137(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da8fc714c1fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71a542626f6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0847fc905fee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_231f16f93fac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d4e03967a8d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28bdf2560fce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56dedc50b97b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e18440d81401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf9f10499cde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_394ed8ae246b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ee6bd0dc07b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9482150a0056(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03644b113189(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed9bcbb2ce42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17f98bea4e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b0bf9593101(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_035152b75c9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87701b2f06ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_972d605c81b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6bb93c614661(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9be64f6547d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34c545bec8a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_838b55943b37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b49685d73b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc5bd0ee09a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f904f7435609(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5fe9d23c0146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b467992e9fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_72a9c65b980f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_243d50fd1052(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b5eb8f585abe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4121b6b79103(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c260bc8b956e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_374ed7492908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_33bf004dca53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_189610f058ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_236845bc3174(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9102fa4ce3fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aed08f134e21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8627c5ca6bce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6344be05bb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a2379796fc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7972cd8c40e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a21e5e3a36b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0580f517725f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3e9501bf767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20a90a08ebd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19abce4c652f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9202cd703619(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8483577bc46a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4cb7e6777be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f57f586e902(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_decb4dd8b0ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab981da34f25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9e90b3a4ee6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_890475d326a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_982e04ee35e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f00105733c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da8926d7c038(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a46bffb51ace(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c751fcc2016d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f7f1ed2430c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e834c54e8b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba3b3ca7f448(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68d2505cf08f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e998b787d006(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e02421ee889c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7deea909d9a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_faf54f5a3b74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98abb1496a64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8eff3cf9d95a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56bc5654b943(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b2cbf704176(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e90f2b08b303(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d079e19b40bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68c08ec49889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e242c4c315cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13bc755d6780(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ee58b8d653f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbbb203c6199(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df1fb0b8ba54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4dced097f096(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ca59262f993(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45ef4754caf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e4f29c6e52c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fafad106c041(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4b0f6a75809(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6af90abe5a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdfa8de0bdd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8db00a82092e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_593259fb1c15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_444ec064a71d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fae49067eff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62b52d326906(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_26338cad0ff2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_208c06988d67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a54497da1325(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00d4101572ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e103dd6bde77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c264a0b184da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d1785932d23e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8843db3b9d6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a33c4f545e32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e40861828ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfbce396a83c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a1319b22109(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47700304fabb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c4b4a8c0b99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_431757826316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a6d7d44c770(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_afcc5455008d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_745811288d98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1b884d994ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45cc3664b77c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41b50f8e55b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c922cd1c6b98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3bcfae5d067(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed31c175c7cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_421fd345f19b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aed875321c8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5aacfb8942c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e10a774e447(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bf736a92d14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b778d3b10de2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6cee2c7732be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9040867c929b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e3db7444fc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2785b2ed244e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43eb0bb29ec5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_95c1581e4c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a586a1e9384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a06c7ae9e07a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_90706a9b4ed4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e276c4ca319d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_700f7d75dbf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3d5565289b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0776ca6dca26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9e2647dfb44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eabea2a6fc46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16753eb26252(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0a7a4e71c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0cc42fe66d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6ed2dbbefe7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d51fbf52b132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec50d31d84b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2c77946e214(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_180eaef8cefd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a196baa28d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8a5a93ee500(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a40a124ddfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40eb2add3315(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_460bbe5c1d42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdbfe832431f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80cd3e628ad7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_488f730bcdbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_642f203303b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fec674f000a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6060668d1b4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_052032c7ca93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6deccc116ca4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdd427168c19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ef3355e9a0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5682468124d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e08090ea67f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19c79538cb79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_29c0fc7b75f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0745c289281(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8142430ea903(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b50cfd5cff14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51fcf9be0d78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e39e43f65bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ebda106881f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2be97c43ab91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8da77fc4e66b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_44c636a04602(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6df797857afa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_661fb65d60cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1942b36b191f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09f7c0b1c850(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f4a1a7a540a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f36f5ece5de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_08b756866831(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27039e2b6940(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_764204d093e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43339e4bfc3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_685f8619a35b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_339cb03c1e94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5aefb85ca88c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f84f5e4979e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6961df3e816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03a8f5f9e08c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5737cf22e253(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0ad96ef75fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2662af59b350(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8aeb29b59563(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eda2d70631a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43cc12dc90aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_214d1715c920(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a5918feca3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1367441f754c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e95018b613d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5350f699fdfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c390a9b520e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2024ecb82c76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_723e017067c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f08e5b78caf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5de4a03b5b2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f63a5b35199(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfe2d5b6826b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_32e154e55f4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_abe3a8c43917(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0b102b93cb95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f89a1d18783a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff040db758d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fabf586f682b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f4d91d00bda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d3bb74a19a35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ceb4f7e13e13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c74576aa22d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9f70fb90171f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edef09bbaa26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81d4c6670cd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b96ca6f95ca5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b615a5efa53f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7043ff430936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d41bd8b48f91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a5f953de142(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_180a5e106294(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f99f1fbc9cfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02861f8d92d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69697742dab9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7f579e02115(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3bb4d906941d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b76f475211b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_253c3961a5d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e62a9f02584(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb3818ac7ebc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e952961eae51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c98cb20f28b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65b42797e6e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1570eb62de4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27ac1f88f818(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19d4cda99211(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6824aee5df8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adf306c07650(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d087be1a021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e59f93c2f4c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_008e2edd04eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_891583c01d5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67416ae122b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e01e374df547(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4974ac9c4125(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb72ae9322ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14ca78aa0274(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd6b434fe33e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23f4b33660c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4d8dfffb6b69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b748d89d5fca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_90aea131716f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a881488ebc06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_766748cb9ce9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1e659616d24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9689370caaf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_421fa6396dbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f46945d21b07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69ef554da70f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_624171760dda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74a433e6991b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_405aac1bd25a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5960bccfe24f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6085e422a39c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f364bbb4ea69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04c926b3fd41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad260471e8e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_141304f399df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f87acb49558c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c87b202dfc6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a216133c887e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab4b794e5c56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a7dfbef6a80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_466dcfb32b0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11e59bcd15c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6f9463300eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf195247244c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa5777fee401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e70e1a7d6991(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38eb0e74a7a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84241283c585(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17db49285b45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b679f4cc304c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_387f6becbb75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35650aed4a4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_563446275f53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d11a27f6fcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97bd86cd6d5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_518116dca35d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21f13c203dec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b030c597dee5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_483bfbc219da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef17e5df27c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8422b780ecae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10a59cc658cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f3570eae18f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08ac0f637932(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6e71d66e067(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4e0ee9e6a51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_957ad921ffde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a6399c10828(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4df3eda8fd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a23e8a109351(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5c350644339(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5554470e2ee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75410989f039(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dc642e44c3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4e7d72ecd5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c611ac01e0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4eafec7bffd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e8912cab45d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52631f05e016(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1432ba61f5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b10a777438b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3c4dd569381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28eab34d9ac0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b2bf4c9fd7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b645e666d06f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c40cc5936212(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_265623d29c1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37415c4f9990(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_577a34400fba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_352ace211274(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8a573cda1b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc560f456412(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d758a4a78dcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c74e1edd32b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd2ad0aa73f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41c22f94c066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e991264d2307(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_586ef67f83f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ffae29bbe56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4412a3c0192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c65c9faae43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9bdb2253b4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d52b91a00e0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abcb4950ec71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19c927fb2209(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc5f4ed2397b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b743f422fc14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d64131f278e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e231013fdc1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98f5798eda36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61cd6fc8e52d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e7653b9e3e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74ace3e1043c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8cd71a67d49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_327298b0db7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f360591ade2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d13cc65fd4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31924ab6d909(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da57e4cc0260(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20b9a5acad0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a0684cd8ef7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6739b7ae0ed6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_850b83443ecf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0bc4deee45c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_056d45d61436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3be17cd74bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c5c5571cd2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d1d8987dd8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6413b7b5efc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05778eb2d832(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_519adb45e0dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4818a40deeab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbd90c848693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2aa31534f975(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2176d4dd3f3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c0ae173fae5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ed63137b81e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cbc43791055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34cfeaa0a1e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce7dabd04cc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b09ad4f2c218(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59b92a6bad7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_927f670086f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc4650d5dd73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d222218f5025(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54fb493aae95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dec22fdda8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4199efeac4b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5502bbdba21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c9298cb6553(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_138c1bb5b9fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e55422986fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1931e639970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3980a387daa2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_968d52a8c7ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14a254cdec45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aa6e338efa2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5044a15107ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_066500aa287b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9702a9c91e8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18de4ae35d06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_877ae774fb70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcf2326f088e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7707ecd34dc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d1e34925441(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7f7e18b8ae2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb0e6a7ddba8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f325993129f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba1be1dd88f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95610622cbae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbb207a855d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d28e9130ac8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d9816991d2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b422dec4ae8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de504b0bafce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52d656aec6f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea90be215208(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8583715c5ddb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b619b9eefa8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9560434ab87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b1183c737e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a3acbababa3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d4a620fe7bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6dee9d8b7c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac99ef73ab98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e2a4591b05e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a20c5fd2f0a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f6a20e1c4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4e9af1744b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_087e56997f11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16e4d1870360(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dad79b70cd60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dee25ee76d95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02923492a075(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69368da19fb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_752857eef236(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa601cef9000(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e08434f116c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78e2aedb4c9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1aeaa5b8e9e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78a81f7c945a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46d7f0e81073(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d8b3937ba02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_258e96369343(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee54f3f7187(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc7169ffa3ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_826d319dfdf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24b7bec709a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eadfa6df9d52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5382f6e232d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dacba8c7af7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d8cb25938d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fa49de6eb38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7291e6931745(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3f6e3d1b9d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_444f6b2c8c6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80264c5af4ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de5c6c7fbe11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_105217a006c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6155dfc7627a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e72bb09857b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_791ad57fc611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bbf6c657778(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42fd7f14159b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3f835ae1951(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19c03f5ecfbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c58da3683a74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_075d82b36156(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea22b171b17e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1b48664efdb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f607145c8dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b68807e03d36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54570df712cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a9d50383ff3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_267b137d8af5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bc2510564a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_553abfeec5c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46163e28c878(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f90dbeb25bfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2e2e3b27402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_594a2e2db5eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f0c9ff2d1e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db924bfa6fe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_733017b6be3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce4a89ed526c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99d80cd03eff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_461e980c90d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddbcc50dfb0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ec88485416e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42984226f239(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_147ad5bcb72c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4b56a4227cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4160e4444aaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_690f78382367(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3455bd697ce6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1fc5bf75042(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_135be09b85b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9174af25c315(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ae8c0441d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4bfa613b3eeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c14d433f7b99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad4a9be0dece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_461a75bec8f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd0aef028469(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd6bc8abe973(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b79185b4a82d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29f2f7f369cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40351dba13f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34133ec4d015(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a14f294a2cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bad156744178(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6689a37d0d19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa0015b06e4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6c75e9ecdff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45370d1601f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d91dd4109f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b9ea3c8eefc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_947f2e96745b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9539f49a80bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_993c3edb4185(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e00cba3cfa70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e8e8b2dabf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d886b5d0fd3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e3c9eb230b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aae6a7c5b474(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c44a029c5c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8be426d5a80b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c2a9b10b05f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31784827c183(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7309ff8aacfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9366669aab28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b2160f1252f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3241740ddec0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6081142b0a32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9693527c284b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_920ff1ce1de5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4883add768e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f50d07b412f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c40d51dff675(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c40945248f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02167b0f5c60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a050ad043445(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75183531738a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d125425a67c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36f7b9157dd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67733f76ba7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5055ce1d3e59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d77d6e4aebea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76bbb88322cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_789b0c444a22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9ceff0055db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6232fc2fe3c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e46df98cb93c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc5b5a457a45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5ec4bb1a1dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_568053e90f68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04b0f662a8cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c836628c4d3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1d8bde8bd52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a2edaa3baaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9505145a6b5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6035a1e7dd87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0770ec5ec8cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70a7270d47f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22c24eba0ea8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c03e8f08925d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9c95c572115(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78eb06c74c65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0333ba8d0b3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cba30dc30e4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a3717ae82fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db5895504054(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e7e3073ee6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e759c9d1509(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca3df4c73350(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_711e5b95ce13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92b8fede0fbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_921d6b9ed6c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7ab737869e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ec3868668b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_453a18bff4f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_390efcdecc4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e71979bea952(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9691179a947(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0383e24db9d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e515a0114aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f5ded37ef4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_281feed33739(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0b337530fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_152639f99d5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0263796151ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c535f95f7460(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66d926a33d2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6d9894ee204(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b66bc90ce2bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fb348076439(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13383c013cbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed8213ffa17a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e7b99a725ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_598ee8c7433a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40bf972256e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e76064fc2fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9fdb1d22167e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07897746954d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edfa9e6c5632(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d1ac51254bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72d077f7bc80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_971b0e5c336b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b585028698c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eda0c8b18e03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1afc1a25ae6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fc64014def4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c67a3351b99b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_799aa1762741(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab2fdf8f66da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03be94c4916e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fadcf85430ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_504b5a05aa41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6577b29503d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed53591bf68d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_291c47f41351(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95fd268ef2c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61d1d02f9907(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9936eef2171(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbe61a3975c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bba3538e83b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9c0a6289716(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9e0e703c279(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b00164546bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cffc1082ae4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f833639cb449(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42a9f7fd6693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dabebc0537cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc33ec23c973(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ded198534b76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe4221a6512c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63cf62b1a912(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a27d1caeff36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fab24a85c49d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceb7ef865d1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2375b5dd0028(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_214e55ce7af4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3fde1abed40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c28dfd566d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ef8735a6515(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63f7a63ee208(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a1469a4dbae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e527266a923c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b79b496e4b3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91c9aae087e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6252a2738edc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_699177affbc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ed6cacd4758(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c569f2e860f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f0e5cb07032(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5549ba7e32b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d338b505a18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7019c48e62e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1349a2468af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da7dbc988d53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_847342dea2e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1358105020a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15a2d86c412c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ea83d63eaf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2aa3949e7ffa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f8c7e584151(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f31bec7727e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c285864567a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a30e92c3e89d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ea6aaeb1c19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35bebc9cd701(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a7fe8673b65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ae4ade221ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d55eebe7192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72e17b2dffa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_646cc08549b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aed1deea39a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62afd5cc28a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f730d185cbc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5c0d5db6595(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53a857456dee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e764f83a148f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f330dd77a9cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d5175ddb33b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d2d60fafb1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ab3d2ef1b72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_118eb1782882(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df4e6bb15691(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2839303758f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c695acbcdca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_085a7034b393(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b24b54710823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_897a5991913b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fed7c3c4207(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fb6ede1c44c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62b5216c9e5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a93bfaeb2216(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66a40f6985a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e96251357f22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4ae0a6bebe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b42a9a06581(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1dda022b52f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30770dccc046(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0100376eb86d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50a1f1662c05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b5b1308d93a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8e585e6ef34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc52e3c727bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8731decd483(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24ca0d524cb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb0ca5e3cb61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0317be3913e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88aee535a900(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77618ff7ffbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5cee522c96c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8f7e90cfde7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_791af3ce0030(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f539835b5c1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4954f8b834fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a45afcb7ec9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67e3a5f02c64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79d97ab863b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70c040fd8850(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_048f4cf1d5f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02401fcf5216(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3f3b031ecbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c00875f44856(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dec58593ee7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7255d32f577d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75fb4489c152(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d32a66cb85e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e54f7a649ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef076f9a718c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b3591bae9ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e8a375f9392(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_600eb2df9c8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b088f98245c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee059621bb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e39e7d5dadd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98a5f22a7aea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c774a7a3ecec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ff338b71780(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d72ecfd1565c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3b43501e105(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a74760f3b4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a24f64e7633(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d075ff0bae99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f693c91ee40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f41b05158dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a409f24bcc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74581943cca9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e4b6220a735(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef708283f7b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e20753c392da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae088d31388b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_610d7522a01b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83b5f49242c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7f6b99dbfe8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81f2f8bc8bfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_782e3304543a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9475e52ab2c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e505ab49f1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceadf8029243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0aa337f223c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11c77084cee9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ff2fb3aa73c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed357d8f9730(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f06f503b37d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb0af0bab249(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8d1f5db19c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2f3a0fdc816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48237df52464(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f56aa16b2cc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ad4801a1d25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb961f81436b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77c9fc6b34ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ada12100ef4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6477fb0607c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18954f2d099f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a49df9f36afe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a63ba5174b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35ad7816e261(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb721d90a124(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb1b3e21b5d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d4a2400330f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d153224fd2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21ff07caaef7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0d7ea95c891(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb3769dd4a1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_757b6eb52d41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_411757daf49d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3f2c71d6c91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f98a2ec790a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a1b1dea1723(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32533d5a5ecd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbf14edaa0ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fda46310eda2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42439c2272f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33081ebcc5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d935ff426d57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6db506a2ba8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f9d5224299f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a71d75438c3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ad2f43f268f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5493d8e296d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a047a337f8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79385a139c1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_362ac14b561f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80f0591b0a29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ab1a92d5d0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c1b832c19b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_124fe01461ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21210842394e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1750b6682d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af5f4174dd3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72cfb91d6a27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e330942e14e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d206477935c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aef9aafba688(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52c1afab4c82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4975fa1100df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4145224fe11f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bdcdb056c5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ccc94faced9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5c272e5eb18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40a17149c5b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c8ddd600cd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1d67f89048e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_128079f70001(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d240953695ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3cefdfe472e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbb0ce5d0925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_207036bed2e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3055a5f3f8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5a6c734b213(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d8ca4660a69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6befb0f25a99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1fa83563faf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0162918a365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a6c2d152dff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8824287dcf12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b30d4a9b35d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3ad258dfb32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2c105cd3ce6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2171c66c29c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72b6346fc2f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26c08c0197c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6438e22cf86c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca307f384e53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01c77dbcd1e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edbd6efd0dec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58367789cfcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e006a2146ebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6022c5efafb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dda9292e358(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17e14ae24da9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c61f392020f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_171186b3482d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_586e10646e4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4324aa90b301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0198c41d7066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57c976e640d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fced526ee68f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a50db73b8fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05e3e894d735(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48949e029233(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a4e10653247(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_defce0ba5b61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_502005821070(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ad19f1e4401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b087ee589cae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_264d33f59791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d01d265df3b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16666419d478(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3455b44120f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8811f42b9c04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a9dffde5a77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c66473c7f57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6158806e5a18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8810ae2773b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9307a8f46918(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bba4c891c351(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5288c39db551(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f24750220d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c1a08f6c13c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5281ad655e94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51b0edae5f8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dece889e2f44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e204beda60d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f88a80ea8c22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef715640299f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cd57ca68dcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab3a7d8cd79a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07aba21f7598(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6683c2afc870(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6837c622d5d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5fd26433823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aed5d2309ac5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b0e341d79fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_533d9d305ea3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3f2e54788d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1baca5178c8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee4ba7b3ed18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17a883dc51ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb388ba376c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24e815b33e27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cde8f5fff52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08bd3b8323dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85dbe333098c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78e7832b12a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26cc79c8973e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afe5e6f5e459(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_970381726e83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1e3877aa4ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8a4d57df61a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d87311fd5d3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3850c355a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15827a670441(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31c82034c048(const NormgenFwdParams p);
 
 namespace {
 
@@ -953,935 +967,949 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_57ee409d5926, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_19e6c184ce84, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_fa5abf644268, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_layernorm_fwd_ec580660dd7b, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.cap.h512
-  {(const void*)&normgen_layernorm_fwd_53a541b991c1, 4, 128, 8, 32, 2, 1, 2, 10240, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_afe615f8ce47, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_564c27c4e473, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_f9cda5b0fdbd, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_d9d8615d81f3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_e08c019f5677, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_a2965be88832, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_4b792e2c5d8d, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_f759af5edf4d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_11182754e4d2, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_layernorm_fwd_fd70d2a03288, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
-  {(const void*)&normgen_layernorm_fwd_135354635fd0, 4, 256, 8, 32, 4, 1, 2, 53248, 1024 },  // ring.t256.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_aa29cbb4a82e, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_17f6e92b3a09, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_58b48df31731, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_aa1b5e3a4c34, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_788a8248b220, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_9c31059a8325, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_ed6d2f0a67a6, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_bc3cbd588dc4, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_c98864f7b599, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_01d01f3d11ea, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_14996fd91fb8, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_970c97343cbf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_b56ecbaa1c18, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_d919da909615, 4, 128, 8, 128, 3, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_layernorm_fwd_fdae063a31e2, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_d68d1023ec56, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_0f39a1ac4553, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
-  {(const void*)&normgen_layernorm_fwd_1197a7df0dd3, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_6e624fc10002, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_e3f0c2d706b2, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_9ea75e99b8e8, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_e27c5e0ded01, 4, 128, 8, 128, 3, 1, 2, 18432, 3072 },  // ring.t128.v8.tpr128.i3.s3.h3072
-  {(const void*)&normgen_layernorm_fwd_ea06381a8d9c, 4, 128, 8, 128, 3, 1, 2, 12288, 3072 },  // ring.t128.v8.tpr128.i3.s2.h3072
-  {(const void*)&normgen_layernorm_fwd_1a8f342e0c90, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_15261137952c, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_12a442cb582e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_66d08541a391, 0, 128, 8, 128, 2, 2, 2, 0, 4096 },  // regs.t128.v8.tpr128.i2.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_dfbb9995f92e, 0, 256, 8, 256, 1, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_be14e6d447f3, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_f5dc681f2a36, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
-  {(const void*)&normgen_layernorm_fwd_37d9970b38f0, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_71485f169bc7, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_9d0a0e7888d6, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_24c5ff7cf57d, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_0999c9f44eb5, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.early.h5120
-  {(const void*)&normgen_layernorm_fwd_ec5b8aefb1c5, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_c551155a4521, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_97fdfd2aa838, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_layernorm_fwd_0532de419d3f, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_3e6aa1461bf6, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_dc0912825562, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_207da877b6ce, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_0c6f82090ccc, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_ea37478c0fb1, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_layernorm_fwd_1e00001f6b24, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_dbe44c61fa23, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_a8d2bc455b38, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_633338de5bd2, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_layernorm_fwd_9effda2f913b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_459288208811, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_d15c10dd82ad, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_b15eabede8d9, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_ddb6d43699a7, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_3c8d1f2f9ef8, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_e2bf3f37aead, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_40a36ad630be, 4, 512, 8, 512, 2, 1, 2, 32768, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
-  {(const void*)&normgen_layernorm_fwd_0e353a69bae8, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_3d5f5caf6d38, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_588add194a6b, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_layernorm_fwd_892c415203ba, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_80ad787d8af3, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_5a96351426ad, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_layernorm_fwd_d4f96fbed811, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_70e3c05f9885, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
-  {(const void*)&normgen_layernorm_fwd_c0ade1ffd82c, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_4fdb6a2b66b6, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_2b4b6fa45f07, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_fb25e68924b2, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_layernorm_fwd_35b1a3cba0da, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_921ba3ff930d, 4, 256, 8, 256, 4, 2, 2, 81920, 16384 },  // ring.t256.v8.tpr256.i4.c2.s3.sw.h16384
-  {(const void*)&normgen_layernorm_fwd_3cb814772408, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_4ce0c9455c88, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_ea300c1633f1, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_ac88afeb8a41, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_7fdeea6d1e1d, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_b95d5606880d, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_0776a4d6e445, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
-  {(const void*)&normgen_layernorm_fwd_15eeb21dd89f, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_596eb7bd2e72, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
-  {(const void*)&normgen_layernorm_fwd_babe138d21ae, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_977b76386dd7, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
-  {(const void*)&normgen_layernorm_fwd_f38c5a149051, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_ea9d390edcf1, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_9adeda552f55, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_8c4bb0417161, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_882e3e4a052f, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_a1fc8b9a6733, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_26dec3cf62be, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_f16250bbd285, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_4fd995bdff9f, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_fc67e01b222d, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_9c1cdf6e2c07, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_fba4eb896f40, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_56caa0c9b297, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_757ff394c807, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap.h512
-  {(const void*)&normgen_layernorm_fwd_80e12a559674, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_55eb187559a9, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_a0a4ae273ca7, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_5a1c42bc8395, 4, 256, 8, 16, 4, 1, 2, 34816, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_9b59737dca3a, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_818152fe7b05, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_47828ffef9b2, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_3ad99fe08c6c, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_569b75f55299, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_cb9771e084c0, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_7d4291e09055, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_0ff7dbeae2b6, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
-  {(const void*)&normgen_layernorm_fwd_5b68c79ead83, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
-  {(const void*)&normgen_layernorm_fwd_42458db927ee, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_ee6c61f0e100, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_e0a9245b66a0, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_ffd572813e43, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_ddb3d6c48307, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_edbb05946374, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_97924fd3cfd0, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_8045fef58041, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_81826f64e111, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_layernorm_fwd_ba4bea7b10c5, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_ba625bf66aa5, 4, 256, 8, 256, 2, 1, 2, 32768, 2560 },  // ring.t256.v8.tpr256.i2.s2.sw.h2560
-  {(const void*)&normgen_layernorm_fwd_434a752bb780, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_1bac6dc85d45, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_04d15dee682a, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_8a17302522c9, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_9d1fb0e55245, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_c11fae02c079, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_56b2d72f5263, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_5e9b3cf0c97c, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_1c3b109cc7f5, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
-  {(const void*)&normgen_layernorm_fwd_9de690a86602, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_a45c15e21e21, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_303742c9d21b, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_layernorm_fwd_b2928783254c, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_d7b1f50c8f6e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_edc036adc5fa, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_layernorm_fwd_608df9fa1ecf, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_layernorm_fwd_dc4ed4614095, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_50adf5a83052, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_b29f63c0ba26, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_4eef298ab04e, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_f099761873ca, 4, 256, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t256.v8.tpr256.i3.s2.sw.h6144
-  {(const void*)&normgen_layernorm_fwd_27aa6a0a1fb9, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_layernorm_fwd_cc8cf4207944, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_2c5be12cc270, 2, 128, 8, 128, 0, 1, 2, 0, 6144 },  // smem.t128.v8.tpr128.h6144
-  {(const void*)&normgen_layernorm_fwd_d40adceff7d7, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_c6e25a31f104, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_ba25895534d7, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_771faafcc4c2, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_c105c3694f58, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_d397818fb1ba, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_0de93db6ab3c, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_c1c11b253d0c, 1, 512, 8, 512, 2, 1, 2, 0, 8192 },  // pipelined.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_986d7a61502f, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_layernorm_fwd_3d5ba24aa41d, 4, 512, 8, 512, 2, 1, 2, 32768, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
-  {(const void*)&normgen_layernorm_fwd_a67b61059762, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_1c9ddc2123c5, 1, 128, 8, 128, 3, 4, 2, 0, 12288 },  // pipelined.t128.v8.tpr128.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_11614a48efb9, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_56979717ba5f, 1, 512, 8, 512, 2, 2, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i2.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_0a041168bbc8, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_1e2bf466dc9c, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
-  {(const void*)&normgen_layernorm_fwd_450aee3118c2, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_8769100464e2, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_7284fe29ce6b, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_058daa7f3524, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_168d4e2a343d, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_124e6213209e, 0, 512, 8, 512, 2, 2, 2, 0, 16384 },  // regs.t512.v8.tpr512.i2.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_9c21902a306f, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_94abb03a5b8b, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_ed0086518411, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_9175ce8fb016, 2, 256, 8, 128, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr128.h16384
-  {(const void*)&normgen_layernorm_fwd_43da7681003e, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_a79b8ada5653, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_ade1d848686f, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_aa120aebfd10, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16
-  {(const void*)&normgen_layernorm_fwd_fdd26649322e, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_85933cccca36, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16
-  {(const void*)&normgen_layernorm_fwd_7cbb4ade5a27, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_b08eb10041c0, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_845b68b624b8, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_5d39599bcdeb, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
-  {(const void*)&normgen_layernorm_fwd_364f172e0d6a, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_6c63c2177b34, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_71d8e2f6d403, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_ceb90ba92591, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_80cad5f7d0df, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
-  {(const void*)&normgen_layernorm_fwd_b652de700f52, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_1b5d94c8c66b, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_41fd78d28d72, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_09f0f801e132, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_a14c24e0189d, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_layernorm_fwd_648d786d6779, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_d9b1dd77a053, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_89bf8a135fd5, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_adb8746f9d6b, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_0c67f0abad27, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_71fff3350d2d, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_ee3ad3c277ec, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap1536
-  {(const void*)&normgen_layernorm_fwd_2cd11d8a2108, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_071153db2f2a, 1, 256, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr32.i6.h768
-  {(const void*)&normgen_layernorm_fwd_6213e24d3edb, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_630da787175b, 1, 256, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_7969c2f88275, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_c3543f8bb834, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_e9595e9f0287, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_b199144ab5fb, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_1cace769131f, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_5cb0e1d709d0, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_c7b9c5e9429c, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_69655688b14e, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_ec4a97a40060, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_d7a24a2c984f, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_7e90bd64ec72, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_0703fb6a21a8, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_377ce9975bf1, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap2048.h1536
-  {(const void*)&normgen_layernorm_fwd_b9e82bab8be5, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_9bddb210bee0, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_43b4fb981d4a, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_84835d5e77bc, 3, 256, 4, 128, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr128.cap
-  {(const void*)&normgen_layernorm_fwd_f0282d5df9b5, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_eb61510bd429, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_f2f9bee22534, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_da50544b4613, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_098ea1778cc4, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_6445f0808251, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_16c5a1118e15, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_82067db02b6f, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_d3f59a499069, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_1224b5609e43, 0, 512, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t512.v4.tpr256.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_a0b921f93c98, 3, 512, 4, 128, 0, 1, 4, 0, 3072 },  // reload.t512.v4.tpr128.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_89b182ba15ac, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_839996641739, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_665bac33bd51, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_43f4fc6f4785, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_layernorm_fwd_f4f9de1bf286, 3, 512, 4, 256, 0, 1, 4, 0, 4096 },  // reload.t512.v4.tpr256.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_d0e8982999d0, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_503c9b2341f2, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_04a1ef5805d3, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_746d711171ce, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_e5ef0c35b84a, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_d10c352bd2df, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_abdc276f6f65, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_25a6709d33ab, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_b9d45a42714d, 3, 256, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t256.v4.tpr256.h5120
-  {(const void*)&normgen_layernorm_fwd_957e094e3d36, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_25d7429d20d8, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_ef2927862fec, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_38102e05a8d6, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_019d5b367ce7, 3, 512, 4, 256, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr256.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_0445b60f2986, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_66165d8080a0, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_f8c509368bb2, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_54ccbe8a4875, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_layernorm_fwd_d1a571a9f010, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_e7fbec069495, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_a30fc9c7fff3, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
-  {(const void*)&normgen_layernorm_fwd_0093aecff377, 1, 128, 4, 128, 4, 4, 4, 0, 8192 },  // pipelined.t128.v4.tpr128.i4.c4.h8192
-  {(const void*)&normgen_layernorm_fwd_a8226163023a, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_1329b78163e7, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_9fcafd1ab45f, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_layernorm_fwd_d9096c89b999, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_dbd88a9fa6fb, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_031e5ccb6266, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_layernorm_fwd_b7623e657ce6, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_5dd83cf0e598, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_c4e5a4e188a7, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_layernorm_fwd_a84c61a3ac6d, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_8c861015c534, 1, 128, 4, 128, 4, 8, 4, 0, 16384 },  // pipelined.t128.v4.tpr128.i4.c8.h16384
-  {(const void*)&normgen_layernorm_fwd_f7ad901a1cd7, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_153372751ac5, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_85f554499a6c, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_604fac66e4d0, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_42610d8a685c, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_ae168dde45d7, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_626220e38260, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_ab28c53e36b2, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_534c2e01e189, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_layernorm_fwd_f090ad98a374, 1, 128, 4, 128, 8, 8, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i8.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_d2028f191387, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_cb440c662efa, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_82f021bc42e6, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_layernorm_fwd_7b29acd0b5a2, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_40e08be58340, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_b6ea97e91b1d, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_387ee3767568, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_a7e40ab0073c, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_35849c3d3fdc, 4, 128, 4, 128, 8, 16, 4, 81920, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_defb6b5fccf6, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_fc3c55aed442, 2, 256, 4, 256, 0, 4, 4, 0, 65536 },  // smem.t256.v4.tpr256.c4.h65536
-  {(const void*)&normgen_layernorm_fwd_1bcd471cfac5, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_6b2aa8a47277, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_4dea53556b4c, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_b3d0953209ac, 4, 512, 4, 512, 8, 8, 4, 196608, 131072 },  // ring.t512.v4.tpr512.i8.c8.s3.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_05dbcc49beb2, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_728867c14133, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_fc6c1e8bf93e, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_45877bb26476, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_c4c3a4b8d7e3, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_dca35413cc01, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_c8a23a8778a1, 4, 512, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_56c0f3518da8, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_c0460d40555f, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_f4b1bf62718f, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_71ec4face410, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_56609af09121, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_8b50f37d6544, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_1d979b8775f1, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_8b3461ec4dcf, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_c644004464e1, 4, 512, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t512.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_75c127597831, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5662656968b0, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_52526c9c1bbc, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_545d4c0e65d1, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
-  {(const void*)&normgen_rmsnorm_fwd_4430fa7a12ad, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_557d8a73372d, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a16ef9fc48ad, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_cd4a27231a9c, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_2400aec9d74b, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_6c31f6839435, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_deb3a256b3bb, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6d92611cb234, 4, 128, 8, 64, 3, 1, 2, 12288, 0 },  // ring.t128.v8.tpr64.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_610f40e97822, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_14866f5f6a6e, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bc6d0439f624, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_e22d918de4ba, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0dd058980eac, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_907e23919145, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0837bcfdd98e, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c4cc0407ef88, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_c5f52ae5405b, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_38a4059fa4be, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_b29818a8b452, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_5ec5ee4313b5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8bedd3ff5fec, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2af4009acbd6, 4, 512, 8, 128, 3, 1, 2, 73728, 0 },  // ring.t512.v8.tpr128.i3.s3
-  {(const void*)&normgen_rmsnorm_fwd_8a22694d704e, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5d5a94c6fce8, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_622354eac986, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9d8512f0e4f6, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_9e61d1bdb9f4, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_3a1925b6b2d5, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_bd608075a937, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ddb42f1bb26b, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_eea611ec6235, 0, 256, 8, 128, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_08a021953411, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d40091e36935, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_96add05d32e5, 4, 256, 8, 256, 2, 1, 2, 24576, 4096 },  // ring.t256.v8.tpr256.i2.s3.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4ea61040a7ac, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d8ef2ccf52cf, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_638faef6c259, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_34e4b2518f3c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_a7df8e3c3478, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_bf8660c239de, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_515c97767db4, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_4c84d32bdcb4, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_efb2b9646b1e, 4, 512, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t512.v8.tpr256.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_7b670d07ea88, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_50719c4d7997, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_5b4f2c7b18aa, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_adae063b2a4d, 4, 256, 8, 256, 3, 1, 2, 24576, 6144 },  // ring.t256.v8.tpr256.i3.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0fa7df2ea253, 3, 512, 8, 128, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr128.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c5016895bc86, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_69a4c56a26ac, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ad61dd505f6b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.early
-  {(const void*)&normgen_rmsnorm_fwd_ec8c5adc3784, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s3.h7168
-  {(const void*)&normgen_rmsnorm_fwd_235243ebd32e, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
-  {(const void*)&normgen_rmsnorm_fwd_aeedc7699344, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3158332b0bab, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_c2691dcc6661, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bb2f2c2ffc70, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_017d39821c8b, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_09105838b911, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_7c620679fb46, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e0fd8319a695, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_beff22cff87e, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d9781d5e01ab, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bb3d30a55c42, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_fdcc08ca4717, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0985fe645f81, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_f622184adca9, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_597a965fa3e2, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_46a7937cf81d, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s2.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0201ec3b492b, 4, 128, 8, 128, 6, 2, 2, 36864, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_841d4df97b1a, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_7a3dfcc23dde, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b30ba542fb48, 3, 512, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_88f4deca097f, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_dcd326a85ca8, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_89207e5e373b, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_e939d82f2b10, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_61dca78ab0b3, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_992834cd8834, 4, 512, 8, 512, 4, 1, 2, 65536, 16384 },  // ring.t512.v8.tpr512.i4.s2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6d402411b777, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b944ed14185c, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d16a2848f0ab, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_097197f72141, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d1ac926ebb43, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_559820eb7cad, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_46545460a3cc, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_582c2570f886, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_de38d5404714, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6e4a1db7bc2f, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_d747647fded5, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_4716cdd10a72, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_6ba4486a5da1, 4, 512, 8, 512, 8, 2, 2, 196608, 65536 },  // ring.t512.v8.tpr512.i8.c2.s3.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8ff299647e00, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_02361e540146, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e6274dfe06c8, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_9d9e9bcd6b36, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_347a8353f858, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_dcc310384121, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_79903be6fd39, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_90e0f2b9ae58, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_bd3748e30403, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_ef760b911098, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_45549e3fad77, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_f9aa29c4d3c3, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_1d598612b257, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_51b48fa0de2d, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_f3ea47888633, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_6c516357f476, 4, 128, 8, 16, 4, 1, 2, 50176, 512 },  // ring.t128.v8.tpr16.i4.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_e489b82e7b64, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_cc263c2ea557, 4, 128, 8, 128, 1, 1, 2, 12288, 768 },  // ring.t128.v8.tpr128.i1.s3.h768
-  {(const void*)&normgen_rmsnorm_fwd_7a9d499a259b, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_c0ae58a659ef, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_3c48a77ac268, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_32269d0ba9f4, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d846684f50f9, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_24253dd000f2, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_03e994180bb0, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_24e7ed3a4bde, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_12d3859842b6, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6d90d6376023, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_490bc4da92a1, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_3111ea81e32d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3a19276064f5, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c06fdfa70b5a, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0abd1743e8cc, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_1c42712ef46e, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_df6382038338, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4f80d401687e, 4, 256, 8, 256, 2, 1, 2, 32768, 2560 },  // ring.t256.v8.tpr256.i2.s2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f54933678988, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2170f3e0d4a9, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9684e703eb5a, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e89768169979, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7205c7665b18, 4, 256, 8, 256, 2, 1, 2, 32768, 3072 },  // ring.t256.v8.tpr256.i2.s2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_73c70116dfe9, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_4286c8ce2661, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_476d3db7c8e7, 0, 128, 8, 128, 2, 2, 2, 0, 4096 },  // regs.t128.v8.tpr128.i2.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ba75c9bba2a2, 4, 128, 8, 128, 4, 1, 2, 57344, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_387c0989a09f, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_446f4c9e802e, 0, 1024, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t1024.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2bf4e7ad6f0a, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_e6e030e66e4a, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_c8aa1a5ac19a, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_fbdd5cac1ab7, 4, 256, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t256.v8.tpr256.i3.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_54f3c8f05863, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_212599717b41, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1092579b378f, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_fb0df85509f4, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f64b66d647a9, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_1745f1471c50, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9ad01a7382ad, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_5fb79d7a36e2, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_625fb89c85e6, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_bb0caf3db1f1, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s2.sw.hold.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6b2bc5340146, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1234bc1a58c1, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_1962be041a53, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_da79080b7387, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6e679ab088e4, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_ae2be092ce8e, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_235fdaa3b908, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b0efb56ecdca, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_38c24d6daa34, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2a724c5f0846, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0bd22b3de988, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_639a244aa091, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_39bf9f756446, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_243e11c1c7a5, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_605c0eaf7dfe, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_343f6e14480d, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_02d09e0c9b0b, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6f07e5b8cb66, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_9f56b9ee65b8, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_84e9ddbf7975, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_1f0eddcc6297, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a3a4585177e1, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_ceeaef13e6dc, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_fa485b576244, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d8126e310354, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_f6f0679dadb8, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_ef1e53f3c2bf, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f9d50e4e0e31, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_38545942838a, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a3fb11364229, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_79d8b8026406, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_6548cf3d3c3d, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2e5c442f5683, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f0096909edff, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8bd52997e8b9, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_ec51fdcb7cd6, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e16a89dc2d58, 4, 256, 8, 256, 4, 16, 2, 147456, 131072 },  // ring.t256.v8.tpr256.i4.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_750b3962a099, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0d201b00234a, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_aabcdee65708, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ab119df133fe, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_76c7cf405746, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_8ce6d910fcd4, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_26e427b0cbc4, 4, 128, 8, 32, 2, 1, 2, 9216, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_53d52af85b6c, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_802134bc01a2, 4, 256, 8, 16, 4, 1, 2, 33792, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_133ac118dcec, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
-  {(const void*)&normgen_rmsnorm_fwd_1a3842ad1eed, 4, 128, 8, 128, 1, 1, 2, 6144, 768 },  // ring.t128.v8.tpr128.i1.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_156155f675e4, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_d7e65c6fd483, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_9eaddf9a6d70, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
-  {(const void*)&normgen_rmsnorm_fwd_0134e8d69b65, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_1557266843f2, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a152b0c8b6b5, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_d61123b4e592, 4, 512, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_cffb29614d22, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5117ea26da21, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_89708b53d2f2, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_92c49ed9b991, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_1e6d10d0b758, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_feadc568e6e4, 4, 128, 8, 32, 6, 1, 2, 39936, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4d839382176a, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_85838c0efa76, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_74cd4861d0cc, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_90d55a2cf4bb, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2070ce5f2b95, 4, 256, 8, 32, 8, 1, 2, 102400, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_dccdaf68b188, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_9806e70c8c6c, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_bb114a0655e6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_e8f51efc819a, 4, 128, 8, 128, 3, 1, 2, 18432, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6ab9d4431ccc, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_3eed9cd0c1e8, 4, 512, 8, 128, 3, 1, 2, 73728, 0 },  // ring.t512.v8.tpr128.i3.s3
-  {(const void*)&normgen_rmsnorm_fwd_9289284f97bf, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_69f974427431, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_b8ee83330efd, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_5f7865b741e9, 4, 256, 8, 64, 6, 1, 2, 55296, 3072 },  // ring.t256.v8.tpr64.i6.s2.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_cf8b293f8a1c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_728ca8a094ce, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d15c168933d5, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_d3af2f3d219e, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_82b6991e790d, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ca0141d5c2a2, 3, 128, 8, 128, 0, 1, 2, 0, 0 },  // reload.t128.v8.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_b02e09ba43ab, 0, 128, 8, 128, 3, 2, 2, 0, 5120 },  // regs.t128.v8.tpr128.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9d16383cff06, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_911ecfa4e43c, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_3c1e6a659ea5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_39e2866bfdf9, 4, 512, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t512.v8.tpr256.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_68e335dd02d9, 0, 512, 8, 512, 1, 2, 2, 0, 6144 },  // regs.t512.v8.tpr512.i1.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_54ca55ad7833, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_533e04de8c16, 4, 256, 8, 256, 3, 1, 2, 24576, 6144 },  // ring.t256.v8.tpr256.i3.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3c1da0819356, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_b79f31b7621a, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8e8d78944c46, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_2c772f3c7539, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_3db20805f8a2, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_rmsnorm_fwd_68385379404b, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d84c8920630a, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_7c1dd4d18e70, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_542c28010315, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a4838adfc55e, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_ac833a2c91ae, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0e1a7c81f199, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
-  {(const void*)&normgen_rmsnorm_fwd_15662ed67101, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_55ca7e5fe849, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5022e9c8ffb3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_51692ebd8eb4, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_e88c5469dece, 1, 512, 8, 512, 3, 1, 2, 0, 12288 },  // pipelined.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_daa49d107952, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_1caccf451782, 4, 512, 8, 512, 3, 1, 2, 49152, 12288 },  // ring.t512.v8.tpr512.i3.s2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_759532a9ae21, 4, 512, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr256.i6.s2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ea99d44b7411, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7dfd7b0c280d, 3, 256, 8, 256, 0, 1, 2, 0, 12288 },  // reload.t256.v8.tpr256.h12288
-  {(const void*)&normgen_rmsnorm_fwd_d1306b2ecabd, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b218d025d6ee, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_17b6e94980a5, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_bdee9fd64d12, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_83138c0dae3f, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_bcd08cea707e, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s2.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_38b99dc26fba, 4, 128, 8, 128, 8, 2, 2, 49152, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.h16384
-  {(const void*)&normgen_rmsnorm_fwd_e52b0995082f, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_727665500d4b, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_6c4c840c6819, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_aba55d5c7d0e, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f5bf41ec6d8b, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_69340e9ec680, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_205b1dc83f11, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_b560c74858e7, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d7e9d6d3dd20, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7eda78939e46, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_95be443ffbc1, 2, 512, 8, 512, 0, 1, 2, 0, 32768 },  // smem.t512.v8.tpr512.h32768
-  {(const void*)&normgen_rmsnorm_fwd_98e8941383b7, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5540d6dc9e6c, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_bbe1f6a9b7d4, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c90e42d1acfd, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_bb6f36a87a54, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_0d373a6fa164, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_0783ecbb88d0, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_44fc4b105518, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_805e9c7f27fd, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f8fd69e6431c, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_98f37f31fcf3, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_cb1bbcacfa8b, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_90ee9d6ac18d, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_a08a0a4b788e, 4, 128, 8, 64, 1, 1, 2, 13312, 512 },  // ring.t128.v8.tpr64.i1.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_f730f56f221a, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_511b1fb32a34, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_76338fc3ac41, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_58a7c8ccb2cb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_fbc21ec715e5, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_ccb826e18b4f, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_6166c2697e2e, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_4144c486d8b4, 0, 256, 8, 128, 1, 1, 2, 0, 768 },  // regs.t256.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_6ff60df8d19e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_cd8886c1d164, 4, 128, 8, 64, 2, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr64.i2.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_32b9bd24609c, 4, 256, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t256.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_fd0855ad16ac, 0, 512, 8, 32, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr32.i4
-  {(const void*)&normgen_rmsnorm_fwd_69e1b566ab36, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_49e1a2f0c790, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_dbc2712030d3, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ec2edd057fc5, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d2d4aec71ae2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_de3f4e25b028, 4, 512, 8, 256, 1, 1, 2, 36864, 2048 },  // ring.t512.v8.tpr256.i1.s2.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7590a78fac6c, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_62241ac0d8ed, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_0dce12dd28c8, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
-  {(const void*)&normgen_rmsnorm_fwd_550d5473367c, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_8ee2ff4e4078, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d7825f3ad021, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_50792e9de0c1, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_4f2cff28f015, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_6872cfce2aad, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_279abfa71e51, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c8238d4c01a8, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_447498a766e3, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b4a5e3d656f5, 1, 512, 8, 512, 1, 1, 2, 0, 4096 },  // pipelined.t512.v8.tpr512.i1.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c13addfca695, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_b01772906ce2, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b4af8e9334fc, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_2c86e1e11361, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_a0fafc7f637b, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_705645fac1be, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_462f1d2d105e, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d9211dc439cd, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_4121b9410373, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_41f23960edf1, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_36e4695027c1, 4, 128, 8, 128, 3, 2, 2, 30720, 6144 },  // ring.t128.v8.tpr128.i3.c2.s2.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_64470f529119, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_03d4d85dc449, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a01c5759a60f, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_f9738f4457b2, 4, 1024, 8, 512, 2, 1, 2, 212992, 6144 },  // ring.t1024.v8.tpr512.i2.s3.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3f38255960f1, 0, 512, 8, 512, 1, 2, 2, 0, 7168 },  // regs.t512.v8.tpr512.i1.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ad3d9c3bc284, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_df90534b4102, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_1a4813f843de, 4, 128, 8, 128, 7, 1, 2, 100352, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_rmsnorm_fwd_46355c378a75, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_3e6cb855818f, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_a8a930d6a2a1, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_88d551ac9268, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9ffe64252c69, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7700b221ef7d, 4, 128, 8, 128, 8, 1, 2, 114688, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_0c384cdd88bb, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_db04e51b2e08, 0, 1024, 8, 1024, 1, 1, 2, 0, 8192 },  // regs.t1024.v8.tpr1024.i1.cap2048.h8192
-  {(const void*)&normgen_rmsnorm_fwd_44ac409927d3, 0, 256, 8, 256, 2, 4, 2, 0, 12288 },  // regs.t256.v8.tpr256.i2.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_bbe5cbb6c267, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_1a8b58a12b77, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f04f15697152, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_ade2ca085717, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_dd953cde2f3c, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fbb58694af9b, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_716dd662a5bb, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1a6ed54e57d2, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_fd4f3e489f42, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_8cb3969a0745, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_02a5016d2deb, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2634ac8d6fd6, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_79b3dbeb84d5, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c2f2b8969d77, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_62f66a8ae1fd, 1, 128, 8, 128, 2, 16, 2, 0, 32768 },  // pipelined.t128.v8.tpr128.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e1f5b7d3b4c8, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_313164fd9735, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5d364fe14cbb, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
-  {(const void*)&normgen_rmsnorm_fwd_608468c7cded, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_8d523f17a0f2, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_d769a65af97b, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_cb10ac581dc4, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_5013057f8537, 4, 256, 8, 256, 8, 4, 2, 229376, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
-  {(const void*)&normgen_rmsnorm_fwd_2bef99226fb6, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_159e076ca31f, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d8a7724b5480, 4, 256, 8, 256, 4, 16, 2, 147456, 131072 },  // ring.t256.v8.tpr256.i4.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_1eeeb71516fd, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d304a446fc42, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d42710d7c3df, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_bd7208629a25, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_bb7d711cd719, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_5a47ab49f6f7, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_79c8f09d84d0, 1, 128, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_5730470b9fb8, 1, 128, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_1c6e36b91002, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_66bd76d7e73a, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_e721f239e663, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_d4ac20193436, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_f4b0c59d51bc, 1, 64, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t64.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_613e1ff3557f, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_f4de82639f71, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_cdd8c73cb9d2, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_af8ee21859ac, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_4d1fc5164ecd, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_0099e1bb71e4, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_df6170cf0afc, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5575e0740c07, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_15439a9d51f5, 1, 512, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t512.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_67d189e47a09, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_2714181e0bc8, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d87109e47d11, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_21b5d612a5c3, 1, 256, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_cfdc469968ec, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_2b631b619054, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_21fcf48ac1ca, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_5521b07c122f, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_81a2b6e7e49c, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_63709aa38d97, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_548b108fc1f9, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_5939407aaf93, 1, 512, 4, 256, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_1bab9d26fbba, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_b97d62c3c43c, 3, 128, 4, 128, 0, 1, 4, 0, 0 },  // reload.t128.v4.tpr128
-  {(const void*)&normgen_rmsnorm_fwd_c84ebd8ec5ed, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d6875d922b78, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_1bee0d1dc599, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_a6092f050b87, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_d4f9f48c4d45, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3d4d21724beb, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_2f38939a1266, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_28b50d9a7919, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_cce354a37d3c, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_5ab15159a1d6, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
-  {(const void*)&normgen_rmsnorm_fwd_8a7da1111f36, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2c4d02e03f9b, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_6cc08b6cd3f7, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
-  {(const void*)&normgen_rmsnorm_fwd_b9f3cce29bbb, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_6d67a033728a, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b3546c88718d, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_3213290a6053, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2d7a09f91136, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_853ce973de7a, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ac9e8bda7cb6, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_e6ac8a4e4883, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_160f18f6dbff, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_cb857735d7cc, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_96879fa9427b, 1, 512, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_b95668e28b73, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_db4c33cfd59f, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_295eca8f1b23, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4d93503b8832, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_0bd1ba5ab262, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_0310a7c46049, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_20dc452677e3, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_2cdb685d076d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_5fc9b5e93a08, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_37f3a82e7ad8, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_96dfc207e79a, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_e84874e807ff, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_5f1c179e6020, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ff3dc7ce0d71, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_56c8c286dfbc, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_21f7b11fb4e8, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_ae3fca6e5f0b, 1, 512, 4, 512, 4, 1, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8f4bd8826380, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bf82c6077656, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_a322cd808198, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e58bce4366b9, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3eaeb23fea83, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1ec66cf5f4fc, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_511b0f0db2b5, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_95a6611d1b97, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_d3ccd568eba3, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_9819799b3d80, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_69dc58accdf5, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_rmsnorm_fwd_6aeff83549eb, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_9aae11802589, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_96b19fe084ea, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_e694158f90d2, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_75177e14193f, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_34cf7af76cf8, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c95c439bbb86, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_c9c7eeb48b0e, 1, 256, 4, 256, 4, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_0e17072c7662, 0, 512, 4, 512, 4, 2, 4, 0, 16384 },  // regs.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_61d41f38559e, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_8b1c62d55bbf, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_61e27456d6db, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_52679660a4e9, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_d356496f9785, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_840f81f58943, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ad260479b3c3, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_8fc6f2f9238b, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_181a69f56987, 0, 256, 4, 256, 4, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_5e9c21f7f06e, 0, 64, 4, 64, 16, 16, 4, 0, 0 },  // regs.t64.v4.tpr64.i16.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_6deb2cd0f091, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9820a6a86eb1, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_83177a0e5756, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_1cff16cb2645, 4, 256, 4, 256, 8, 8, 4, 131072, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ec0460472b85, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_ecde66352f70, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_8733e1fde5dc, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_b28294dab1f2, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_42bd73b2b17c, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_1518f105fc31, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_859bb02fa377, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7b7203cbb359, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_4eca4d20cdd1, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_acdfb41aa6ee, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_9065f42c3c9b, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_2613b19bc4c0, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_02237e6106eb, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_55297f1dd7be, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_e54a32d02293, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_36c6cd97c4c0, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_55c60ae4e499, 1, 1024, 4, 256, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_e5c693a2b1a7, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_8abbc2235ba5, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_8c945fa917f3, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_898f0ac7c30c, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_35830cc1c115, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_aa14580481d7, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_f0b031cd623a, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d3631da85be1, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4fb71e9faef1, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_2c836504c0c3, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_279f2dff2adc, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_f63e4202ec02, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_69618793009e, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_1ea7841c975d, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_e4c12235c32f, 1, 512, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9d56b0bd31fc, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_29241102ad98, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_90bcfa2f95aa, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b64c86b29393, 1, 512, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_1069fa02e6e5, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_5f85d4c63597, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_56f17a8e6227, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_0897542553ae, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_cb920044da17, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3ca66a070dda, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_985a6404047a, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_fbbd20e3eaeb, 0, 1024, 4, 1024, 1, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr1024.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_50a2e04e6c9b, 0, 1024, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t1024.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4aee510697d8, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_5021e2a332cc, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_f3f73f2d6d07, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_29b20d3283af, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4af4373482c0, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_05489f6b83a4, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_ee03521b01b9, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4208cdfd4ef6, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c6316176bdb3, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_b1805bd6c771, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_269a02381e20, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_56978919af25, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3b76d200ec59, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_67a3cb8ffd96, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_37d6c442a43d, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_913a897a9b30, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_586cc43ef5b3, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_437ccfba4ef4, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_466480c1ebbb, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_f2311674f3e3, 2, 1024, 4, 1024, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr1024.h7168
-  {(const void*)&normgen_rmsnorm_fwd_62ac978cdb63, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a073c5fcd2c7, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_74b76526d20e, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_acf559c919ee, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3b6b2dfbb1cd, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2021925405e1, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e5fc611287d0, 2, 512, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t512.v4.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5964917169cb, 2, 1024, 4, 512, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_bd7696912277, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_067d668e43bc, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_d73096e4caf7, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_64eb8764c1b3, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_d1c8247dd89d, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_b55a640eba8b, 0, 1024, 4, 1024, 3, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i3
-  {(const void*)&normgen_rmsnorm_fwd_f69f9500d3f2, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_243c3cf1fc91, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_164d18cdbe7c, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5e34a8596066, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_71c9d616fb7e, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_9df4e377b21e, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_d037557f6e76, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
-  {(const void*)&normgen_rmsnorm_fwd_79ec060966ea, 0, 256, 4, 256, 2, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_2f3adb6fbf4f, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_c01711f04b95, 2, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // smem.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_61329fffafdf, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_65f212bda18a, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_d8d010bd9450, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_da93944fd6b4, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f9e05603b984, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_1b332ab9df7c, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_8fdc993e3b32, 2, 512, 4, 512, 0, 4, 4, 0, 32768 },  // smem.t512.v4.tpr512.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ed5ba8e7f2c5, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_59b69cbf9925, 2, 1024, 4, 1024, 0, 2, 4, 0, 32768 },  // smem.t1024.v4.tpr1024.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d716685d5c4c, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9768cfc69a34, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_84714c3d17d0, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_105f2b92fca1, 4, 256, 4, 256, 8, 8, 4, 229376, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ca3b60dd6052, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_e0ab97dbc7fc, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_d8de52e04c3b, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f7df6d47e741, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_4462397dab05, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a80899a05b40, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_rmsnorm_fwd_ec5ba69a66a4, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_a68f4acf9201, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_5f042a3c882f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_3ed58036bf52, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_d96d84db271f, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_6c8929d0ae36, 4, 128, 8, 32, 2, 1, 2, 12288, 512 },  // ring.t128.v8.tpr32.i2.s3.h512
+  {(const void*)&normgen_layernorm_fwd_c93844dee154, 4, 512, 8, 16, 4, 1, 2, 67584, 512 },  // ring.t512.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_b9883d2bad3a, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_20547f14aaca, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_440dfcc5ef69, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_6e16d329ed8e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_6f819abdebde, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_0d77ee8ae32c, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_0d0fbd4e0dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_5d1b9bfdebe8, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_7a7c3c9d3fc8, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_a401dc07b436, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_layernorm_fwd_a44130f649e5, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
+  {(const void*)&normgen_layernorm_fwd_b107a1deb10f, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+  {(const void*)&normgen_layernorm_fwd_e01d55329a15, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_e00956e8a022, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_7006429b3f8d, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_3d00ef626088, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_5f4041f0d4c8, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_9626e1699137, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_da8fc714c1fd, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_71a542626f6a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_layernorm_fwd_0847fc905fee, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_231f16f93fac, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_d4e03967a8d1, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_28bdf2560fce, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_56dedc50b97b, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_e18440d81401, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_bf9f10499cde, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_394ed8ae246b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_6ee6bd0dc07b, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_9482150a0056, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_03644b113189, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_ed9bcbb2ce42, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_17f98bea4e9e, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_9b0bf9593101, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_035152b75c9e, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_87701b2f06ff, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_972d605c81b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_layernorm_fwd_6bb93c614661, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_c9be64f6547d, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
+  {(const void*)&normgen_layernorm_fwd_34c545bec8a0, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_838b55943b37, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_5b49685d73b3, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_cc5bd0ee09a6, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_f904f7435609, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_5fe9d23c0146, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_8b467992e9fb, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_72a9c65b980f, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_243d50fd1052, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_b5eb8f585abe, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_layernorm_fwd_4121b6b79103, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_c260bc8b956e, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_374ed7492908, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_layernorm_fwd_33bf004dca53, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_189610f058ae, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_236845bc3174, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_9102fa4ce3fa, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_layernorm_fwd_aed08f134e21, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_8627c5ca6bce, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_d6344be05bb3, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_6a2379796fc7, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.early.h8192
+  {(const void*)&normgen_layernorm_fwd_7972cd8c40e4, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_1a21e5e3a36b, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_0580f517725f, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_a3e9501bf767, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_20a90a08ebd9, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_19abce4c652f, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_9202cd703619, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_8483577bc46a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_4cb7e6777be9, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_8f57f586e902, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_decb4dd8b0ba, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_ab981da34f25, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_c9e90b3a4ee6, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_890475d326a3, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_982e04ee35e5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_0f00105733c6, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_da8926d7c038, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_a46bffb51ace, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_c751fcc2016d, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+  {(const void*)&normgen_layernorm_fwd_4f7f1ed2430c, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_2e834c54e8b7, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_ba3b3ca7f448, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_68d2505cf08f, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_e998b787d006, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_e02421ee889c, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_7deea909d9a5, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_faf54f5a3b74, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_98abb1496a64, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_8eff3cf9d95a, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_56bc5654b943, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_1b2cbf704176, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_e90f2b08b303, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_d079e19b40bd, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_68c08ec49889, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_e242c4c315cb, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_13bc755d6780, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_8ee58b8d653f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_dbbb203c6199, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_df1fb0b8ba54, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_4dced097f096, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap.h512
+  {(const void*)&normgen_layernorm_fwd_3ca59262f993, 4, 128, 8, 32, 2, 1, 2, 12288, 512 },  // ring.t128.v8.tpr32.i2.s3.h512
+  {(const void*)&normgen_layernorm_fwd_45ef4754caf3, 4, 256, 8, 16, 4, 1, 2, 34816, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_7e4f29c6e52c, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_fafad106c041, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_f4b0f6a75809, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_f6af90abe5a6, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_cdfa8de0bdd9, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_8db00a82092e, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_593259fb1c15, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_444ec064a71d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_1fae49067eff, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_layernorm_fwd_62b52d326906, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+  {(const void*)&normgen_layernorm_fwd_26338cad0ff2, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_208c06988d67, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_a54497da1325, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_layernorm_fwd_00d4101572ff, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_e103dd6bde77, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_c264a0b184da, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_d1785932d23e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_8843db3b9d6f, 4, 128, 8, 128, 2, 1, 2, 16384, 2048 },  // ring.t128.v8.tpr128.i2.s2.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_a33c4f545e32, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_3e40861828ef, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_bfbce396a83c, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_5a1319b22109, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_47700304fabb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_8c4b4a8c0b99, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_431757826316, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_4a6d7d44c770, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_afcc5455008d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_745811288d98, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_f1b884d994ea, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_45cc3664b77c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_41b50f8e55b3, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_layernorm_fwd_c922cd1c6b98, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_c3bcfae5d067, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
+  {(const void*)&normgen_layernorm_fwd_ed31c175c7cd, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_421fd345f19b, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_aed875321c8c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_5aacfb8942c3, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_7e10a774e447, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_1bf736a92d14, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_b778d3b10de2, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_6cee2c7732be, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_9040867c929b, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_8e3db7444fc0, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_2785b2ed244e, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_layernorm_fwd_43eb0bb29ec5, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_95c1581e4c14, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_9a586a1e9384, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_a06c7ae9e07a, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_layernorm_fwd_90706a9b4ed4, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_e276c4ca319d, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_700f7d75dbf5, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_f3d5565289b0, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_0776ca6dca26, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_f9e2647dfb44, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_eabea2a6fc46, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_16753eb26252, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_e0a7a4e71c55, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_f0cc42fe66d7, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_d6ed2dbbefe7, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_d51fbf52b132, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_ec50d31d84b8, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_f2c77946e214, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_180eaef8cefd, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_a196baa28d77, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_b8a5a93ee500, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_5a40a124ddfd, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_40eb2add3315, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_460bbe5c1d42, 2, 256, 8, 128, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr128.h16384
+  {(const void*)&normgen_layernorm_fwd_bdbfe832431f, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_80cd3e628ad7, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_488f730bcdbb, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_642f203303b4, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_fec674f000a5, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_6060668d1b4b, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_052032c7ca93, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_6deccc116ca4, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_cdd427168c19, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_6ef3355e9a0f, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_5682468124d6, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_8e08090ea67f, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
+  {(const void*)&normgen_layernorm_fwd_19c79538cb79, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_29c0fc7b75f5, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_e0745c289281, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_8142430ea903, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_layernorm_fwd_b50cfd5cff14, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_51fcf9be0d78, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_3e39e43f65bc, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_7ebda106881f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_2be97c43ab91, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
+  {(const void*)&normgen_layernorm_fwd_8da77fc4e66b, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_44c636a04602, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_6df797857afa, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_661fb65d60cd, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_1942b36b191f, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap.h512
+  {(const void*)&normgen_layernorm_fwd_09f7c0b1c850, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap
+  {(const void*)&normgen_layernorm_fwd_1f4a1a7a540a, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.early.h768
+  {(const void*)&normgen_layernorm_fwd_3f36f5ece5de, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_08b756866831, 1, 256, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_27039e2b6940, 1, 256, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_764204d093e4, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap2048.h768
+  {(const void*)&normgen_layernorm_fwd_43339e4bfc3c, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_685f8619a35b, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_339cb03c1e94, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_5aefb85ca88c, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_6f84f5e4979e, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
+  {(const void*)&normgen_layernorm_fwd_f6961df3e816, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_layernorm_fwd_03a8f5f9e08c, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_5737cf22e253, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_f0ad96ef75fe, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_2662af59b350, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_8aeb29b59563, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_eda2d70631a3, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_43cc12dc90aa, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_214d1715c920, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.cap1536.h1536
+  {(const void*)&normgen_layernorm_fwd_6a5918feca3e, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.early.h2048
+  {(const void*)&normgen_layernorm_fwd_1367441f754c, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_7e95018b613d, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_5350f699fdfa, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_9c390a9b520e, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_2024ecb82c76, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_723e017067c1, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_0f08e5b78caf, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap1536.h2560
+  {(const void*)&normgen_layernorm_fwd_5de4a03b5b2e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_0f63a5b35199, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
+  {(const void*)&normgen_layernorm_fwd_bfe2d5b6826b, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_32e154e55f4d, 3, 256, 4, 256, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr256.h3072
+  {(const void*)&normgen_layernorm_fwd_abe3a8c43917, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_0b102b93cb95, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_f89a1d18783a, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_ff040db758d2, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_fabf586f682b, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_layernorm_fwd_1f4d91d00bda, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256.cap1536
+  {(const void*)&normgen_layernorm_fwd_d3bb74a19a35, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_ceb4f7e13e13, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_8c74576aa22d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_9f70fb90171f, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_edef09bbaa26, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_81d4c6670cd2, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_b96ca6f95ca5, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_b615a5efa53f, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_7043ff430936, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_d41bd8b48f91, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_7a5f953de142, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_180a5e106294, 3, 512, 4, 512, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr512.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_f99f1fbc9cfd, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_02861f8d92d8, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_69697742dab9, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_d7f579e02115, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.early.h7168
+  {(const void*)&normgen_layernorm_fwd_3bb4d906941d, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_b76f475211b5, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_layernorm_fwd_253c3961a5d7, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_8e62a9f02584, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_bb3818ac7ebc, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_e952961eae51, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_c98cb20f28b5, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_65b42797e6e0, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_a1570eb62de4, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_27ac1f88f818, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_19d4cda99211, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_b6824aee5df8, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
+  {(const void*)&normgen_layernorm_fwd_adf306c07650, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_3d087be1a021, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_layernorm_fwd_e59f93c2f4c7, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_008e2edd04eb, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap1536.h12288
+  {(const void*)&normgen_layernorm_fwd_891583c01d5d, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_67416ae122b6, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_e01e374df547, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_4974ac9c4125, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_bb72ae9322ef, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_14ca78aa0274, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_fd6b434fe33e, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_23f4b33660c0, 0, 128, 4, 128, 4, 16, 4, 0, 32768 },  // regs.t128.v4.tpr128.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_4d8dfffb6b69, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_b748d89d5fca, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_90aea131716f, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_a881488ebc06, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_766748cb9ce9, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_e1e659616d24, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_9689370caaf1, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_421fa6396dbd, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_f46945d21b07, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_69ef554da70f, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_624171760dda, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_74a433e6991b, 4, 256, 4, 256, 8, 16, 4, 196608, 131072 },  // ring.t256.v4.tpr256.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_405aac1bd25a, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_5960bccfe24f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_6085e422a39c, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_f364bbb4ea69, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_04c926b3fd41, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_ad260471e8e9, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_141304f399df, 4, 128, 8, 64, 1, 1, 2, 5120, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_f87acb49558c, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_c87b202dfc6d, 4, 512, 8, 16, 4, 1, 2, 66560, 512 },  // ring.t512.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_a216133c887e, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_ab4b794e5c56, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_1a7dfbef6a80, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_466dcfb32b0a, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_11e59bcd15c3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_a6f9463300eb, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_cf195247244c, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_aa5777fee401, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_e70e1a7d6991, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_38eb0e74a7a3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_84241283c585, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_17db49285b45, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b679f4cc304c, 4, 512, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_387f6becbb75, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_35650aed4a4d, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_563446275f53, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_7d11a27f6fcc, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_97bd86cd6d5f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_518116dca35d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
+  {(const void*)&normgen_rmsnorm_fwd_21f13c203dec, 4, 512, 8, 32, 6, 1, 2, 101376, 1536 },  // ring.t512.v8.tpr32.i6.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b030c597dee5, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_483bfbc219da, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_ef17e5df27c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8422b780ecae, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_10a59cc658cc, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8f3570eae18f, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_08ac0f637932, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d6e71d66e067, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_f4e0ee9e6a51, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_957ad921ffde, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_0a6399c10828, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_e4df3eda8fd6, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_a23e8a109351, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c5c350644339, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5554470e2ee4, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_75410989f039, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6dc642e44c3f, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f4e7d72ecd5c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_7c611ac01e0e, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_4eafec7bffd2, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0e8912cab45d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_52631f05e016, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e1432ba61f5f, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b10a777438b7, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e3c4dd569381, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_28eab34d9ac0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9b2bf4c9fd7e, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b645e666d06f, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c40cc5936212, 3, 256, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_265623d29c1d, 3, 512, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_37415c4f9990, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_577a34400fba, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_352ace211274, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_c8a573cda1b5, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_cc560f456412, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d758a4a78dcc, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c74e1edd32b7, 3, 256, 8, 256, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr256.cap1536.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dd2ad0aa73f0, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_41c22f94c066, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e991264d2307, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_586ef67f83f0, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0ffae29bbe56, 3, 256, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b4412a3c0192, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_7c65c9faae43, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d9bdb2253b4c, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_d52b91a00e0b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_abcb4950ec71, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_19c927fb2209, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bc5f4ed2397b, 4, 128, 8, 128, 7, 1, 2, 43008, 7168 },  // ring.t128.v8.tpr128.i7.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b743f422fc14, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9d64131f278e, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e231013fdc1e, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_98f5798eda36, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_61cd6fc8e52d, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9e7653b9e3e5, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
+  {(const void*)&normgen_rmsnorm_fwd_74ace3e1043c, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a8cd71a67d49, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_327298b0db7c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_1f360591ade2, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_3d13cc65fd4c, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_31924ab6d909, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_da57e4cc0260, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_20b9a5acad0d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_9a0684cd8ef7, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6739b7ae0ed6, 4, 512, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr256.i6.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_850b83443ecf, 3, 512, 8, 512, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f0bc4deee45c, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_056d45d61436, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_b3be17cd74bd, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5c5c5571cd2f, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_8d1d8987dd8a, 4, 512, 8, 512, 4, 1, 2, 98304, 16384 },  // ring.t512.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6413b7b5efc9, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
+  {(const void*)&normgen_rmsnorm_fwd_05778eb2d832, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_519adb45e0dd, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_4818a40deeab, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_dbd90c848693, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2aa31534f975, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_2176d4dd3f3c, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_8c0ae173fae5, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4ed63137b81e, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_8cbc43791055, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_34cfeaa0a1e7, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ce7dabd04cc3, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b09ad4f2c218, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_59b92a6bad7d, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_927f670086f5, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_dc4650d5dd73, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d222218f5025, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_54fb493aae95, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6dec22fdda8a, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4199efeac4b7, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d5502bbdba21, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7c9298cb6553, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_138c1bb5b9fd, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_8e55422986fc, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d1931e639970, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_3980a387daa2, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_968d52a8c7ba, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_14a254cdec45, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_8aa6e338efa2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_5044a15107ab, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_066500aa287b, 4, 256, 8, 64, 2, 1, 2, 34816, 768 },  // ring.t256.v8.tpr64.i2.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_9702a9c91e8d, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_18de4ae35d06, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_877ae774fb70, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_fcf2326f088e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7707ecd34dc7, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_4d1e34925441, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f7f7e18b8ae2, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_bb0e6a7ddba8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f325993129f9, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ba1be1dd88f8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_95610622cbae, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cbb207a855d8, 4, 128, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d28e9130ac8a, 0, 256, 8, 128, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_3d9816991d2a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3b422dec4ae8, 4, 128, 8, 64, 4, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr64.i4.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_de504b0bafce, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_52d656aec6f7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_ea90be215208, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8583715c5ddb, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b619b9eefa8c, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d9560434ab87, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9b1183c737e5, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2a3acbababa3, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7d4a620fe7bd, 4, 256, 8, 256, 2, 1, 2, 32768, 3072 },  // ring.t256.v8.tpr256.i2.s2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e6dee9d8b7c6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_ac99ef73ab98, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8e2a4591b05e, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a20c5fd2f0a2, 4, 128, 8, 128, 4, 1, 2, 57344, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7f6a20e1c4c2, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_b4e9af1744b0, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_087e56997f11, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_16e4d1870360, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dad79b70cd60, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_dee25ee76d95, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_02923492a075, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_69368da19fb5, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_rmsnorm_fwd_752857eef236, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_fa601cef9000, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e08434f116c0, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_78e2aedb4c9f, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1aeaa5b8e9e4, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_78a81f7c945a, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_46d7f0e81073, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6d8b3937ba02, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_258e96369343, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_4ee54f3f7187, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_dc7169ffa3ef, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_826d319dfdf6, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_24b7bec709a6, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eadfa6df9d52, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_c5382f6e232d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5dacba8c7af7, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9d8cb25938d0, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3fa49de6eb38, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7291e6931745, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e3f6e3d1b9d7, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_444f6b2c8c6c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_80264c5af4ef, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_de5c6c7fbe11, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_105217a006c3, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6155dfc7627a, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_3e72bb09857b, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_791ad57fc611, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_0bbf6c657778, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_42fd7f14159b, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3f835ae1951, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_19c03f5ecfbb, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_c58da3683a74, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_075d82b36156, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ea22b171b17e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a1b48664efdb, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2f607145c8dd, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_b68807e03d36, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_54570df712cb, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6a9d50383ff3, 4, 256, 8, 256, 8, 4, 2, 229376, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_rmsnorm_fwd_267b137d8af5, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_0bc2510564a9, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_553abfeec5c4, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_46163e28c878, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f90dbeb25bfd, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a2e2e3b27402, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_594a2e2db5eb, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_5f0c9ff2d1e4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_db924bfa6fe3, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_733017b6be3f, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ce4a89ed526c, 4, 128, 8, 32, 2, 1, 2, 9216, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_99d80cd03eff, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_461e980c90d2, 4, 256, 8, 16, 4, 1, 2, 33792, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_ddbcc50dfb0d, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_1ec88485416e, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_42984226f239, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_147ad5bcb72c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_b4b56a4227cb, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_4160e4444aaf, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_690f78382367, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_3455bd697ce6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b1fc5bf75042, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_135be09b85b9, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9174af25c315, 0, 512, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t512.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3ae8c0441d77, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_4bfa613b3eeb, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c14d433f7b99, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_ad4a9be0dece, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_461a75bec8f9, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fd0aef028469, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cd6bc8abe973, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b79185b4a82d, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_29f2f7f369cb, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_40351dba13f6, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_34133ec4d015, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0a14f294a2cd, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_bad156744178, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6689a37d0d19, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_fa0015b06e4b, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.hold.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c6c75e9ecdff, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_45370d1601f3, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3d91dd4109f6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_0b9ea3c8eefc, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_947f2e96745b, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_9539f49a80bf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_993c3edb4185, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e00cba3cfa70, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3e8e8b2dabf7, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_d886b5d0fd3d, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_6e3c9eb230b7, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_aae6a7c5b474, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8c44a029c5c1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8be426d5a80b, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3c2a9b10b05f, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_31784827c183, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7309ff8aacfa, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9366669aab28, 3, 256, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3b2160f1252f, 3, 512, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr256.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3241740ddec0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6081142b0a32, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_9693527c284b, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_920ff1ce1de5, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c4883add768e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8f50d07b412f, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c40d51dff675, 3, 512, 8, 256, 0, 1, 2, 0, 5120 },  // reload.t512.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1c40945248f3, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_02167b0f5c60, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a050ad043445, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_75183531738a, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7d125425a67c, 3, 256, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr256.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_36f7b9157dd2, 3, 512, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_67733f76ba7e, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5055ce1d3e59, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_d77d6e4aebea, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_76bbb88322cd, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_789b0c444a22, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e9ceff0055db, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6232fc2fe3c7, 3, 512, 8, 256, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr256.cap1536.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e46df98cb93c, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_dc5b5a457a45, 0, 64, 8, 64, 4, 4, 2, 0, 8192 },  // regs.t64.v8.tpr64.i4.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e5ec4bb1a1dc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_568053e90f68, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
+  {(const void*)&normgen_rmsnorm_fwd_04b0f662a8cd, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c836628c4d3d, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b1d8bde8bd52, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9a2edaa3baaa, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9505145a6b5d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_6035a1e7dd87, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_0770ec5ec8cd, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_70a7270d47f9, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_22c24eba0ea8, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c03e8f08925d, 4, 512, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr256.i6.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c9c95c572115, 3, 512, 8, 512, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_78eb06c74c65, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0333ba8d0b3a, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_cba30dc30e4d, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3a3717ae82fc, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_db5895504054, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2e7e3073ee6d, 4, 512, 8, 512, 4, 1, 2, 98304, 16384 },  // ring.t512.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6e759c9d1509, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_ca3df4c73350, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_711e5b95ce13, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_92b8fede0fbd, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_921d6b9ed6c9, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d7ab737869e7, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_8ec3868668b3, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_453a18bff4f5, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_390efcdecc4d, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e71979bea952, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_a9691179a947, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0383e24db9d2, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e515a0114aa5, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9f5ded37ef4e, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_281feed33739, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b0b337530fc8, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_152639f99d5b, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0263796151ed, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c535f95f7460, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_66d926a33d2d, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b6d9894ee204, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b66bc90ce2bc, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2fb348076439, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_13383c013cbc, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ed8213ffa17a, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_9e7b99a725ef, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_598ee8c7433a, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_40bf972256e6, 4, 256, 8, 32, 2, 1, 2, 50176, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_3e76064fc2fb, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_9fdb1d22167e, 4, 512, 8, 32, 2, 1, 2, 66560, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_07897746954d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_edfa9e6c5632, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_0d1ac51254bb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_72d077f7bc80, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
+  {(const void*)&normgen_rmsnorm_fwd_971b0e5c336b, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_1b585028698c, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_eda0c8b18e03, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_1afc1a25ae6e, 4, 256, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t256.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_0fc64014def4, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_c67a3351b99b, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_799aa1762741, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_ab2fdf8f66da, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_03be94c4916e, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fadcf85430ed, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_504b5a05aa41, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6577b29503d4, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ed53591bf68d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_291c47f41351, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_95fd268ef2c9, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_61d1d02f9907, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b9936eef2171, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_fbe61a3975c5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9bba3538e83b, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d9c0a6289716, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d9e0e703c279, 4, 512, 8, 256, 2, 1, 2, 106496, 0 },  // ring.t512.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_0b00164546bd, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_7cffc1082ae4, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_f833639cb449, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_42a9f7fd6693, 0, 512, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t512.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dabebc0537cc, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap2048.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dc33ec23c973, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ded198534b76, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fe4221a6512c, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_63cf62b1a912, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_a27d1caeff36, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fab24a85c49d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ceb7ef865d1b, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_2375b5dd0028, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_214e55ce7af4, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_f3fde1abed40, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_0c28dfd566d5, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_2ef8735a6515, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_63f7a63ee208, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1a1469a4dbae, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e527266a923c, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b79b496e4b3d, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_91c9aae087e8, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6252a2738edc, 4, 256, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t256.v8.tpr256.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_699177affbc1, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5ed6cacd4758, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_c569f2e860f0, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5f0e5cb07032, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5549ba7e32b4, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4d338b505a18, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_f7019c48e62e, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c1349a2468af, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_da7dbc988d53, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_847342dea2e1, 4, 256, 8, 256, 1, 4, 2, 28672, 8192 },  // ring.t256.v8.tpr256.i1.c4.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1358105020a0, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_15a2d86c412c, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_4ea83d63eaf3, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2aa3949e7ffa, 2, 1024, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_6f8c7e584151, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2f31bec7727e, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_1c285864567a, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a30e92c3e89d, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_0ea6aaeb1c19, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_35bebc9cd701, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7a7fe8673b65, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8ae4ade221ba, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1d55eebe7192, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_72e17b2dffa7, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_646cc08549b5, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_aed1deea39a3, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_62afd5cc28a5, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f730d185cbc5, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a5c0d5db6595, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_53a857456dee, 4, 256, 8, 256, 1, 16, 2, 20480, 32768 },  // ring.t256.v8.tpr256.i1.c16.s2.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e764f83a148f, 4, 1024, 8, 1024, 2, 2, 2, 229376, 32768 },  // ring.t1024.v8.tpr1024.i2.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f330dd77a9cf, 4, 256, 8, 256, 8, 2, 2, 229376, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5d5175ddb33b, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4d2d60fafb1e, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_9ab3d2ef1b72, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_118eb1782882, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_df4e6bb15691, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a2839303758f, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9c695acbcdca, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_085a7034b393, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b24b54710823, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_897a5991913b, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2fed7c3c4207, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0fb6ede1c44c, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_62b5216c9e5f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a93bfaeb2216, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_66a40f6985a0, 0, 256, 4, 64, 2, 1, 4, 0, 512 },  // regs.t256.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_e96251357f22, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_d4ae0a6bebe3, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_7b42a9a06581, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_d1dda022b52f, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_30770dccc046, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_0100376eb86d, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_50a1f1662c05, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_8b5b1308d93a, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_a8e585e6ef34, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_cc52e3c727bc, 1, 256, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr32.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_e8731decd483, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_24ca0d524cb0, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_cb0ca5e3cb61, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_0317be3913e3, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_88aee535a900, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_77618ff7ffbf, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f5cee522c96c, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_c8f7e90cfde7, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_791af3ce0030, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f539835b5c1b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_4954f8b834fd, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_6a45afcb7ec9, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_67e3a5f02c64, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_79d97ab863b2, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_70c040fd8850, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_048f4cf1d5f8, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_02401fcf5216, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c3f3b031ecbd, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c00875f44856, 1, 512, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_dec58593ee7a, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7255d32f577d, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_75fb4489c152, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_2d32a66cb85e, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_7e54f7a649ac, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ef076f9a718c, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_4b3591bae9ab, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5e8a375f9392, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_600eb2df9c8b, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6b088f98245c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_4ee059621bb9, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e39e7d5dadd5, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
+  {(const void*)&normgen_rmsnorm_fwd_98a5f22a7aea, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c774a7a3ecec, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_4ff338b71780, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_d72ecfd1565c, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
+  {(const void*)&normgen_rmsnorm_fwd_e3b43501e105, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a74760f3b4c2, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3a24f64e7633, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_d075ff0bae99, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_0f693c91ee40, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6f41b05158dd, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6a409f24bcc2, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_74581943cca9, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1e4b6220a735, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_ef708283f7b4, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_e20753c392da, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ae088d31388b, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_rmsnorm_fwd_610d7522a01b, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_83b5f49242c7, 3, 512, 4, 512, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d7f6b99dbfe8, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_81f2f8bc8bfc, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_782e3304543a, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9475e52ab2c2, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7e505ab49f1f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_ceadf8029243, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_0aa337f223c8, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_11c77084cee9, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_8ff2fb3aa73c, 0, 128, 4, 128, 7, 2, 4, 0, 7168 },  // regs.t128.v4.tpr128.i7.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ed357d8f9730, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3f06f503b37d, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eb0af0bab249, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_f8d1f5db19c7, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a2f3a0fdc816, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_48237df52464, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_f56aa16b2cc2, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8ad4801a1d25, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_eb961f81436b, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_77c9fc6b34ec, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ada12100ef4f, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_6477fb0607c5, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_18954f2d099f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a49df9f36afe, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_4a63ba5174b3, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_35ad7816e261, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_eb721d90a124, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_fb1b3e21b5d2, 0, 128, 4, 128, 6, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_5d4a2400330f, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8d153224fd2f, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_21ff07caaef7, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_e0d7ea95c891, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_eb3769dd4a1b, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_757b6eb52d41, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_411757daf49d, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3f2c71d6c91, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_9f98a2ec790a, 0, 64, 4, 64, 8, 8, 4, 0, 16384 },  // regs.t64.v4.tpr64.i8.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0a1b1dea1723, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_32533d5a5ecd, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_cbf14edaa0ff, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_fda46310eda2, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_42439c2272f9, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_33081ebcc5ed, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d935ff426d57, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6db506a2ba8c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_7f9d5224299f, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_a71d75438c3d, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4ad2f43f268f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_5493d8e296d4, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_7a047a337f8d, 0, 128, 4, 128, 8, 16, 4, 0, 65536 },  // regs.t128.v4.tpr128.i8.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_79385a139c1f, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_362ac14b561f, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_80f0591b0a29, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5ab1a92d5d0f, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_5c1b832c19b1, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_124fe01461ec, 2, 256, 4, 256, 0, 4, 4, 0, 65536 },  // smem.t256.v4.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_21210842394e, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d1750b6682d9, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_af5f4174dd3a, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_72cfb91d6a27, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e330942e14e5, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d206477935c8, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_aef9aafba688, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_52c1afab4c82, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4975fa1100df, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4145224fe11f, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_2bdcdb056c5e, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_0ccc94faced9, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_e5c272e5eb18, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_40a17149c5b8, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_8c8ddd600cd8, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e1d67f89048e, 1, 256, 4, 32, 8, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr32.i8.h1024
+  {(const void*)&normgen_rmsnorm_fwd_128079f70001, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d240953695ec, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d3cefdfe472e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_fbb0ce5d0925, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_207036bed2e5, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_a3055a5f3f8c, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f5a6c734b213, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0d8ca4660a69, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6befb0f25a99, 2, 512, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t512.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b1fa83563faf, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e0162918a365, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_6a6c2d152dff, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8824287dcf12, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_5b30d4a9b35d, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_c3ad258dfb32, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_e2c105cd3ce6, 1, 512, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_2171c66c29c5, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_72b6346fc2f7, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_26c08c0197c4, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_6438e22cf86c, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ca307f384e53, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_01c77dbcd1e6, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_edbd6efd0dec, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_58367789cfcd, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e006a2146ebe, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_6022c5efafb1, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_5dda9292e358, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_17e14ae24da9, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_1c61f392020f, 0, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_171186b3482d, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_586e10646e4d, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4324aa90b301, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_0198c41d7066, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_57c976e640d2, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_fced526ee68f, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_0a50db73b8fc, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_05e3e894d735, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_48949e029233, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3a4e10653247, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_defce0ba5b61, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_502005821070, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_8ad19f1e4401, 0, 1024, 4, 1024, 2, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr1024.i2.cap2048.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b087ee589cae, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_264d33f59791, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d01d265df3b2, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_16666419d478, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_b3455b44120f, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8811f42b9c04, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_2a9dffde5a77, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8c66473c7f57, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_6158806e5a18, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c8810ae2773b, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_9307a8f46918, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bba4c891c351, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_5288c39db551, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_3f24750220d7, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5c1a08f6c13c, 2, 1024, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t1024.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5281ad655e94, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_51b0edae5f8e, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_dece889e2f44, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_9e204beda60d, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f88a80ea8c22, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_ef715640299f, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7cd57ca68dcc, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ab3a7d8cd79a, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_rmsnorm_fwd_07aba21f7598, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6683c2afc870, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_6837c622d5d0, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f5fd26433823, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_aed5d2309ac5, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1b0e341d79fe, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
+  {(const void*)&normgen_rmsnorm_fwd_533d9d305ea3, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f3f2e54788d7, 2, 1024, 4, 1024, 0, 1, 4, 0, 16384 },  // smem.t1024.v4.tpr1024.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1baca5178c8d, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ee4ba7b3ed18, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_17a883dc51ca, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_cb388ba376c4, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_24e815b33e27, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_8cde8f5fff52, 2, 1024, 4, 1024, 0, 2, 4, 0, 32768 },  // smem.t1024.v4.tpr1024.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_08bd3b8323dc, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_85dbe333098c, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_78e7832b12a3, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_26cc79c8973e, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_afe5e6f5e459, 4, 256, 4, 256, 4, 16, 4, 114688, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_970381726e83, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_f1e3877aa4ce, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d8a4d57df61a, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d87311fd5d3f, 4, 256, 4, 256, 8, 16, 4, 163840, 131072 },  // ring.t256.v4.tpr256.i8.c16.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b3850c355a6f, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_15827a670441, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_31c82034c048, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -1890,15 +1918,15 @@ struct Spec {
   int generic;
 };
 const Spec kSpecs[] = {
-  { 1, 2, 2, 1, 0, -1, 0, 109 },  // layernorm.bf16.w-same.bias
-  { 1, 1, 1, 1, 0, -1, 0, 205 },  // layernorm.fp16.w-same.bias
-  { 1, 0, 0, 1, 0, -1, 0, 307 },  // layernorm.fp32.w-same.bias
-  { 0, 2, 2, 0, 0, -1, 0, 428 },  // rmsnorm.bf16.w-same
-  { 0, 2, 2, 0, 0, 2, 0, 519 },  // rmsnorm.bf16.w-same.res-same
-  { 0, 1, 1, 0, 0, -1, 0, 620 },  // rmsnorm.fp16.w-same
-  { 0, 1, 1, 0, 0, 1, 0, 711 },  // rmsnorm.fp16.w-same.res-same
-  { 0, 0, 0, 0, 0, -1, 0, 827 },  // rmsnorm.fp32.w-same
-  { 0, 0, 0, 0, 0, 0, 0, 928 },  // rmsnorm.fp32.w-same.res-same
+  { 1, 2, 2, 1, 0, -1, 0, 100 },  // layernorm.bf16.w-same.bias
+  { 1, 1, 1, 1, 0, -1, 0, 193 },  // layernorm.fp16.w-same.bias
+  { 1, 0, 0, 1, 0, -1, 0, 292 },  // layernorm.fp32.w-same.bias
+  { 0, 2, 2, 0, 0, -1, 0, 413 },  // rmsnorm.bf16.w-same
+  { 0, 2, 2, 0, 0, 2, 0, 503 },  // rmsnorm.bf16.w-same.res-same
+  { 0, 1, 1, 0, 0, -1, 0, 619 },  // rmsnorm.fp16.w-same
+  { 0, 1, 1, 0, 0, 1, 0, 717 },  // rmsnorm.fp16.w-same.res-same
+  { 0, 0, 0, 0, 0, -1, 0, 840 },  // rmsnorm.fp32.w-same
+  { 0, 0, 0, 0, 0, 0, 0, 942 },  // rmsnorm.fp32.w-same.res-same
 };
 
 // Tuned (spec, hidden, rows) -> variant, per table sorted by spec, hidden, rows; portable:
@@ -1909,1229 +1937,1229 @@ struct Entry { int spec; int64_t hidden, rows; int variant, portable, release_at
 const Entry kEntries[] = {
   // NVIDIA H200
   { 0, 512, 1, 0, 1, 0 },
-  { 0, 512, 8, 0, 1, 0 },
-  { 0, 512, 32, 0, 1, 0 },
-  { 0, 512, 128, 0, 1, 0 },
-  { 0, 512, 512, 2, 1, 0 },
-  { 0, 512, 2048, 3, 1, 0 },
-  { 0, 512, 8192, 4, 1, 1 },
-  { 0, 512, 32768, 5, 1, 0 },
-  { 0, 768, 1, 6, 7, 0 },
-  { 0, 768, 8, 6, 7, 0 },
-  { 0, 768, 32, 6, 7, 0 },
-  { 0, 768, 128, 6, 1, 0 },
-  { 0, 768, 512, 8, 1, 1 },
-  { 0, 768, 2048, 9, 1, 0 },
-  { 0, 768, 8192, 10, 1, 0 },
-  { 0, 768, 32768, 11, 1, 0 },
-  { 0, 1024, 1, 12, 1, 0 },
-  { 0, 1024, 8, 12, 1, 0 },
-  { 0, 1024, 32, 12, 1, 0 },
-  { 0, 1024, 128, 12, 1, 0 },
-  { 0, 1024, 512, 13, 1, 0 },
-  { 0, 1024, 2048, 14, 1, 0 },
-  { 0, 1024, 8192, 15, 1, 1 },
-  { 0, 1024, 32768, 16, 1, 0 },
-  { 0, 1536, 1, 17, 18, 0 },
-  { 0, 1536, 8, 17, 18, 0 },
+  { 0, 512, 8, 2, 1, 0 },
+  { 0, 512, 32, 2, 1, 0 },
+  { 0, 512, 128, 2, 1, 0 },
+  { 0, 512, 512, 3, 1, 1 },
+  { 0, 512, 2048, 4, 1, 0 },
+  { 0, 512, 8192, 5, 1, 1 },
+  { 0, 512, 32768, 6, 1, 0 },
+  { 0, 768, 1, 7, 8, 0 },
+  { 0, 768, 8, 7, 1, 0 },
+  { 0, 768, 32, 7, 1, 0 },
+  { 0, 768, 128, 7, 8, 0 },
+  { 0, 768, 512, 9, 1, 1 },
+  { 0, 768, 2048, 10, 1, 0 },
+  { 0, 768, 8192, 11, 1, 1 },
+  { 0, 768, 32768, 12, 1, 0 },
+  { 0, 1024, 1, 13, 1, 0 },
+  { 0, 1024, 8, 13, 1, 0 },
+  { 0, 1024, 32, 13, 1, 0 },
+  { 0, 1024, 128, 14, 1, 0 },
+  { 0, 1024, 512, 15, 1, 1 },
+  { 0, 1024, 2048, 16, 1, 0 },
+  { 0, 1024, 8192, 17, 1, 0 },
+  { 0, 1024, 32768, 18, 1, 0 },
+  { 0, 1536, 1, 19, 20, 0 },
+  { 0, 1536, 8, 19, 1, 0 },
   { 0, 1536, 32, 19, 1, 0 },
-  { 0, 1536, 128, 17, 1, 1 },
-  { 0, 1536, 512, 19, 1, 0 },
-  { 0, 1536, 2048, 20, 1, 1 },
-  { 0, 1536, 8192, 21, 1, 0 },
-  { 0, 1536, 32768, 20, 1, 0 },
-  { 0, 2048, 1, 22, 1, 0 },
-  { 0, 2048, 8, 22, 1, 0 },
-  { 0, 2048, 32, 23, 1, 0 },
-  { 0, 2048, 128, 22, 1, 1 },
-  { 0, 2048, 512, 23, 1, 0 },
-  { 0, 2048, 2048, 24, 1, 0 },
-  { 0, 2048, 8192, 25, 1, 0 },
-  { 0, 2048, 32768, 26, 1, 0 },
-  { 0, 2560, 1, 27, 28, 1 },
-  { 0, 2560, 8, 27, 28, 0 },
-  { 0, 2560, 32, 29, 28, 1 },
-  { 0, 2560, 128, 27, 30, 1 },
-  { 0, 2560, 512, 31, 28, 0 },
-  { 0, 2560, 2048, 32, 28, 0 },
-  { 0, 2560, 8192, 33, 28, 0 },
-  { 0, 2560, 32768, 33, 34, 0 },
-  { 0, 3072, 1, 35, 28, 1 },
-  { 0, 3072, 8, 35, 30, 0 },
-  { 0, 3072, 32, 35, 36, 1 },
-  { 0, 3072, 128, 35, 30, 1 },
-  { 0, 3072, 512, 37, 28, 0 },
-  { 0, 3072, 2048, 38, 28, 0 },
-  { 0, 3072, 8192, 39, 28, 0 },
-  { 0, 3072, 32768, 39, 28, 0 },
-  { 0, 4096, 1, 40, 28, 0 },
-  { 0, 4096, 8, 41, 28, 1 },
-  { 0, 4096, 32, 42, 28, 1 },
-  { 0, 4096, 128, 41, 43, 1 },
-  { 0, 4096, 512, 44, 28, 0 },
-  { 0, 4096, 2048, 45, 28, 1 },
-  { 0, 4096, 8192, 46, 28, 0 },
-  { 0, 4096, 32768, 47, 28, 0 },
-  { 0, 5120, 1, 48, 49, 1 },
-  { 0, 5120, 8, 48, 49, 1 },
-  { 0, 5120, 32, 50, 49, 1 },
-  { 0, 5120, 128, 51, 49, 1 },
-  { 0, 5120, 512, 52, 49, 0 },
-  { 0, 5120, 2048, 53, 49, 1 },
-  { 0, 5120, 8192, 54, 49, 0 },
-  { 0, 5120, 32768, 54, 55, 0 },
-  { 0, 6144, 1, 56, 49, 1 },
-  { 0, 6144, 8, 56, 49, 1 },
-  { 0, 6144, 32, 56, 49, 1 },
-  { 0, 6144, 128, 57, 49, 1 },
-  { 0, 6144, 512, 58, 49, 1 },
-  { 0, 6144, 2048, 59, 49, 0 },
-  { 0, 6144, 8192, 60, 49, 0 },
-  { 0, 6144, 32768, 61, 49, 0 },
-  { 0, 7168, 1, 62, 63, 1 },
-  { 0, 7168, 8, 62, 64, 1 },
-  { 0, 7168, 32, 65, 63, 1 },
-  { 0, 7168, 128, 62, 63, 1 },
-  { 0, 7168, 512, 66, 64, 0 },
-  { 0, 7168, 2048, 67, 64, 0 },
-  { 0, 7168, 8192, 66, 64, 0 },
-  { 0, 7168, 32768, 66, 64, 0 },
-  { 0, 8192, 1, 68, 69, 0 },
-  { 0, 8192, 8, 68, 64, 1 },
-  { 0, 8192, 32, 68, 64, 1 },
-  { 0, 8192, 128, 70, 64, 1 },
-  { 0, 8192, 512, 71, 64, 1 },
-  { 0, 8192, 2048, 71, 64, 0 },
-  { 0, 8192, 8192, 72, 64, 0 },
-  { 0, 8192, 32768, 72, 64, 0 },
-  { 0, 12288, 1, 73, 74, 0 },
-  { 0, 12288, 8, 73, 75, 1 },
-  { 0, 12288, 32, 76, 77, 1 },
-  { 0, 12288, 128, 73, 78, 1 },
-  { 0, 12288, 512, 79, 78, 0 },
-  { 0, 12288, 2048, 80, 78, 0 },
-  { 0, 12288, 8192, 80, 78, 0 },
-  { 0, 12288, 32768, 81, 78, 0 },
-  { 0, 16384, 1, 82, 83, 0 },
-  { 0, 16384, 8, 82, 84, 1 },
-  { 0, 16384, 32, 82, 84, 1 },
-  { 0, 16384, 128, 85, 84, 1 },
-  { 0, 16384, 512, 86, 84, 0 },
-  { 0, 16384, 2048, 87, 84, 0 },
-  { 0, 16384, 8192, 88, 84, 0 },
-  { 0, 16384, 32768, 88, 84, 0 },
-  { 0, 32768, 1, 89, 90, 1 },
-  { 0, 32768, 8, 89, 90, 1 },
-  { 0, 32768, 32, 91, 92, 1 },
-  { 0, 32768, 128, 93, 90, 1 },
-  { 0, 32768, 512, 94, 90, 0 },
-  { 0, 32768, 2048, 95, 90, 0 },
-  { 0, 32768, 8192, 96, 97, 0 },
-  { 0, 32768, 32768, 96, 97, 0 },
-  { 0, 65536, 1, 98, 90, 1 },
-  { 0, 65536, 8, 98, 90, 1 },
-  { 0, 65536, 32, 99, 90, 1 },
-  { 0, 65536, 128, 100, 90, 1 },
-  { 0, 65536, 512, 101, 90, 0 },
-  { 0, 65536, 2048, 102, 90, 0 },
-  { 0, 65536, 8192, 102, 103, 2 },
-  { 0, 65536, 32768, 103, 103, 0 },
-  { 0, 131072, 1, 104, 90, 1 },
-  { 0, 131072, 8, 104, 90, 1 },
-  { 0, 131072, 32, 105, 90, 1 },
-  { 0, 131072, 128, 105, 90, 0 },
-  { 0, 131072, 512, 106, 90, 0 },
-  { 0, 131072, 2048, 106, 90, 0 },
-  { 0, 131072, 8192, 106, 107, 2 },
-  { 0, 131072, 32768, 108, 107, 2 },
-  { 1, 512, 1, 110, 111, 0 },
-  { 1, 512, 8, 112, 111, 0 },
-  { 1, 512, 32, 112, 111, 0 },
-  { 1, 512, 128, 112, 111, 0 },
-  { 1, 512, 512, 112, 111, 0 },
-  { 1, 512, 2048, 113, 111, 0 },
-  { 1, 512, 8192, 114, 111, 0 },
-  { 1, 512, 32768, 115, 111, 0 },
-  { 1, 768, 1, 116, 111, 1 },
-  { 1, 768, 8, 116, 111, 0 },
-  { 1, 768, 32, 116, 111, 0 },
-  { 1, 768, 128, 116, 111, 0 },
-  { 1, 768, 512, 116, 111, 0 },
-  { 1, 768, 2048, 117, 111, 0 },
-  { 1, 768, 8192, 118, 111, 0 },
-  { 1, 768, 32768, 119, 111, 0 },
-  { 1, 1024, 1, 120, 111, 0 },
-  { 1, 1024, 8, 120, 111, 0 },
-  { 1, 1024, 32, 120, 111, 0 },
-  { 1, 1024, 128, 121, 111, 1 },
-  { 1, 1024, 512, 120, 111, 1 },
-  { 1, 1024, 2048, 122, 111, 0 },
-  { 1, 1024, 8192, 123, 111, 1 },
-  { 1, 1024, 32768, 124, 111, 0 },
-  { 1, 1536, 1, 125, 111, 0 },
-  { 1, 1536, 8, 125, 111, 0 },
-  { 1, 1536, 32, 125, 111, 0 },
-  { 1, 1536, 128, 125, 111, 1 },
-  { 1, 1536, 512, 125, 111, 0 },
-  { 1, 1536, 2048, 126, 111, 1 },
-  { 1, 1536, 8192, 127, 111, 1 },
-  { 1, 1536, 32768, 126, 111, 0 },
-  { 1, 2048, 1, 128, 111, 0 },
-  { 1, 2048, 8, 128, 111, 0 },
-  { 1, 2048, 32, 128, 111, 0 },
-  { 1, 2048, 128, 128, 111, 1 },
-  { 1, 2048, 512, 128, 111, 0 },
-  { 1, 2048, 2048, 129, 111, 1 },
-  { 1, 2048, 8192, 130, 111, 0 },
-  { 1, 2048, 32768, 131, 111, 0 },
-  { 1, 2560, 1, 132, 133, 1 },
-  { 1, 2560, 8, 134, 133, 1 },
-  { 1, 2560, 32, 132, 133, 1 },
-  { 1, 2560, 128, 135, 133, 1 },
-  { 1, 2560, 512, 135, 133, 0 },
-  { 1, 2560, 2048, 132, 133, 0 },
-  { 1, 2560, 8192, 136, 133, 0 },
-  { 1, 2560, 32768, 136, 133, 0 },
-  { 1, 3072, 1, 137, 133, 1 },
-  { 1, 3072, 8, 137, 133, 1 },
-  { 1, 3072, 32, 137, 133, 1 },
-  { 1, 3072, 128, 138, 133, 1 },
-  { 1, 3072, 512, 138, 133, 0 },
-  { 1, 3072, 2048, 137, 133, 1 },
-  { 1, 3072, 8192, 139, 133, 0 },
-  { 1, 3072, 32768, 139, 133, 0 },
-  { 1, 4096, 1, 140, 133, 1 },
-  { 1, 4096, 8, 140, 133, 1 },
-  { 1, 4096, 32, 140, 133, 1 },
-  { 1, 4096, 128, 141, 133, 1 },
-  { 1, 4096, 512, 142, 133, 0 },
-  { 1, 4096, 2048, 143, 133, 0 },
-  { 1, 4096, 8192, 144, 133, 0 },
-  { 1, 4096, 32768, 145, 133, 0 },
-  { 1, 5120, 1, 146, 147, 1 },
-  { 1, 5120, 8, 146, 147, 1 },
-  { 1, 5120, 32, 148, 147, 1 },
-  { 1, 5120, 128, 149, 147, 1 },
-  { 1, 5120, 512, 148, 147, 0 },
-  { 1, 5120, 2048, 150, 147, 1 },
-  { 1, 5120, 8192, 151, 152, 0 },
-  { 1, 5120, 32768, 151, 147, 0 },
-  { 1, 6144, 1, 153, 147, 1 },
-  { 1, 6144, 8, 153, 147, 1 },
-  { 1, 6144, 32, 154, 147, 1 },
-  { 1, 6144, 128, 155, 147, 1 },
-  { 1, 6144, 512, 154, 147, 0 },
-  { 1, 6144, 2048, 156, 147, 1 },
-  { 1, 6144, 8192, 157, 147, 0 },
-  { 1, 6144, 32768, 158, 147, 0 },
-  { 1, 7168, 1, 159, 160, 1 },
-  { 1, 7168, 8, 159, 160, 1 },
-  { 1, 7168, 32, 161, 160, 1 },
-  { 1, 7168, 128, 159, 160, 1 },
-  { 1, 7168, 512, 162, 160, 1 },
-  { 1, 7168, 2048, 163, 160, 0 },
-  { 1, 7168, 8192, 164, 160, 0 },
-  { 1, 7168, 32768, 164, 160, 0 },
-  { 1, 8192, 1, 165, 160, 0 },
-  { 1, 8192, 8, 165, 160, 1 },
-  { 1, 8192, 32, 166, 160, 1 },
-  { 1, 8192, 128, 167, 160, 1 },
-  { 1, 8192, 512, 168, 160, 0 },
-  { 1, 8192, 2048, 168, 160, 0 },
-  { 1, 8192, 8192, 169, 160, 0 },
-  { 1, 8192, 32768, 169, 160, 0 },
-  { 1, 12288, 1, 170, 171, 1 },
-  { 1, 12288, 8, 170, 171, 1 },
-  { 1, 12288, 32, 172, 171, 1 },
-  { 1, 12288, 128, 173, 171, 1 },
-  { 1, 12288, 512, 174, 171, 0 },
-  { 1, 12288, 2048, 175, 171, 0 },
-  { 1, 12288, 8192, 175, 171, 0 },
-  { 1, 12288, 32768, 176, 171, 0 },
-  { 1, 16384, 1, 177, 178, 0 },
-  { 1, 16384, 8, 177, 178, 1 },
-  { 1, 16384, 32, 179, 178, 1 },
-  { 1, 16384, 128, 180, 178, 1 },
-  { 1, 16384, 512, 181, 178, 1 },
-  { 1, 16384, 2048, 182, 178, 0 },
-  { 1, 16384, 8192, 183, 178, 0 },
-  { 1, 16384, 32768, 184, 178, 0 },
-  { 1, 32768, 1, 185, 186, 0 },
-  { 1, 32768, 8, 187, 188, 1 },
-  { 1, 32768, 32, 189, 190, 1 },
-  { 1, 32768, 128, 191, 186, 0 },
-  { 1, 32768, 512, 192, 186, 0 },
-  { 1, 32768, 2048, 193, 186, 0 },
-  { 1, 32768, 8192, 194, 186, 0 },
-  { 1, 32768, 32768, 194, 186, 0 },
-  { 1, 65536, 1, 195, 186, 1 },
-  { 1, 65536, 8, 195, 186, 1 },
-  { 1, 65536, 32, 196, 186, 1 },
-  { 1, 65536, 128, 197, 186, 1 },
-  { 1, 65536, 512, 197, 186, 2 },
-  { 1, 65536, 2048, 198, 186, 2 },
-  { 1, 65536, 8192, 199, 186, 0 },
-  { 1, 65536, 32768, 200, 186, 2 },
-  { 1, 131072, 1, 201, 186, 1 },
-  { 1, 131072, 8, 201, 186, 1 },
-  { 1, 131072, 32, 202, 186, 1 },
-  { 1, 131072, 128, 202, 186, 0 },
-  { 1, 131072, 512, 202, 186, 0 },
-  { 1, 131072, 2048, 203, 186, 0 },
-  { 1, 131072, 8192, 204, 186, 0 },
-  { 1, 131072, 32768, 203, 186, 2 },
-  { 2, 512, 1, 206, 207, 0 },
-  { 2, 512, 8, 206, 207, 0 },
-  { 2, 512, 32, 206, 207, 0 },
-  { 2, 512, 128, 206, 207, 0 },
-  { 2, 512, 512, 206, 207, 0 },
-  { 2, 512, 2048, 208, 207, 0 },
-  { 2, 512, 8192, 209, 210, 1 },
-  { 2, 512, 32768, 211, 211, 0 },
-  { 2, 768, 1, 212, 207, 0 },
-  { 2, 768, 8, 212, 207, 0 },
-  { 2, 768, 32, 212, 207, 0 },
-  { 2, 768, 128, 212, 207, 1 },
-  { 2, 768, 512, 212, 207, 0 },
-  { 2, 768, 2048, 213, 214, 0 },
-  { 2, 768, 8192, 213, 215, 1 },
-  { 2, 768, 32768, 216, 216, 0 },
-  { 2, 1024, 1, 217, 207, 0 },
-  { 2, 1024, 8, 217, 207, 0 },
-  { 2, 1024, 32, 217, 207, 0 },
-  { 2, 1024, 128, 218, 207, 0 },
-  { 2, 1024, 512, 217, 207, 0 },
-  { 2, 1024, 2048, 219, 214, 1 },
-  { 2, 1024, 8192, 220, 207, 0 },
-  { 2, 1024, 32768, 220, 207, 0 },
-  { 2, 1536, 1, 221, 222, 0 },
-  { 2, 1536, 8, 221, 222, 0 },
-  { 2, 1536, 32, 223, 224, 0 },
-  { 2, 1536, 128, 225, 222, 1 },
-  { 2, 1536, 512, 221, 226, 0 },
-  { 2, 1536, 2048, 227, 222, 0 },
-  { 2, 1536, 8192, 228, 222, 0 },
-  { 2, 1536, 32768, 229, 229, 0 },
-  { 2, 2048, 1, 230, 222, 0 },
-  { 2, 2048, 8, 230, 222, 0 },
-  { 2, 2048, 32, 230, 222, 1 },
-  { 2, 2048, 128, 230, 222, 1 },
-  { 2, 2048, 512, 230, 222, 0 },
-  { 2, 2048, 2048, 230, 222, 0 },
-  { 2, 2048, 8192, 231, 222, 0 },
-  { 2, 2048, 32768, 232, 232, 0 },
-  { 2, 2560, 1, 233, 234, 0 },
-  { 2, 2560, 8, 233, 235, 0 },
-  { 2, 2560, 32, 233, 236, 1 },
-  { 2, 2560, 128, 233, 236, 1 },
-  { 2, 2560, 512, 233, 234, 0 },
-  { 2, 2560, 2048, 233, 237, 1 },
-  { 2, 2560, 8192, 237, 237, 0 },
-  { 2, 2560, 32768, 238, 237, 0 },
-  { 2, 3072, 1, 239, 237, 0 },
-  { 2, 3072, 8, 239, 237, 1 },
-  { 2, 3072, 32, 240, 235, 1 },
-  { 2, 3072, 128, 239, 236, 1 },
-  { 2, 3072, 512, 239, 234, 1 },
-  { 2, 3072, 2048, 241, 234, 0 },
-  { 2, 3072, 8192, 242, 237, 0 },
-  { 2, 3072, 32768, 243, 237, 0 },
-  { 2, 4096, 1, 244, 245, 1 },
-  { 2, 4096, 8, 244, 245, 1 },
-  { 2, 4096, 32, 244, 236, 1 },
-  { 2, 4096, 128, 246, 245, 1 },
-  { 2, 4096, 512, 244, 245, 1 },
-  { 2, 4096, 2048, 247, 245, 0 },
-  { 2, 4096, 8192, 247, 245, 0 },
-  { 2, 4096, 32768, 248, 249, 0 },
-  { 2, 5120, 1, 250, 251, 1 },
-  { 2, 5120, 8, 250, 252, 1 },
-  { 2, 5120, 32, 253, 254, 0 },
-  { 2, 5120, 128, 255, 254, 1 },
-  { 2, 5120, 512, 255, 251, 0 },
-  { 2, 5120, 2048, 250, 256, 0 },
-  { 2, 5120, 8192, 257, 256, 0 },
-  { 2, 5120, 32768, 257, 256, 0 },
-  { 2, 6144, 1, 258, 251, 1 },
-  { 2, 6144, 8, 258, 252, 1 },
-  { 2, 6144, 32, 258, 254, 1 },
-  { 2, 6144, 128, 259, 260, 1 },
-  { 2, 6144, 512, 259, 251, 0 },
-  { 2, 6144, 2048, 261, 261, 0 },
-  { 2, 6144, 8192, 261, 261, 0 },
-  { 2, 6144, 32768, 262, 260, 0 },
-  { 2, 7168, 1, 263, 264, 1 },
-  { 2, 7168, 8, 263, 264, 1 },
-  { 2, 7168, 32, 265, 266, 0 },
-  { 2, 7168, 128, 263, 264, 0 },
-  { 2, 7168, 512, 267, 267, 1 },
-  { 2, 7168, 2048, 268, 264, 0 },
-  { 2, 7168, 8192, 269, 264, 0 },
-  { 2, 7168, 32768, 269, 264, 0 },
-  { 2, 8192, 1, 270, 271, 0 },
-  { 2, 8192, 8, 270, 271, 1 },
-  { 2, 8192, 32, 270, 271, 1 },
-  { 2, 8192, 128, 270, 271, 1 },
-  { 2, 8192, 512, 267, 267, 1 },
-  { 2, 8192, 2048, 272, 271, 0 },
-  { 2, 8192, 8192, 273, 271, 0 },
-  { 2, 8192, 32768, 273, 271, 0 },
-  { 2, 12288, 1, 274, 275, 1 },
-  { 2, 12288, 8, 274, 275, 1 },
-  { 2, 12288, 32, 274, 276, 1 },
-  { 2, 12288, 128, 277, 276, 1 },
-  { 2, 12288, 512, 278, 279, 0 },
-  { 2, 12288, 2048, 278, 279, 0 },
-  { 2, 12288, 8192, 280, 279, 0 },
-  { 2, 12288, 32768, 280, 279, 0 },
-  { 2, 16384, 1, 281, 282, 1 },
-  { 2, 16384, 8, 281, 283, 1 },
-  { 2, 16384, 32, 281, 282, 1 },
-  { 2, 16384, 128, 284, 282, 0 },
-  { 2, 16384, 512, 284, 285, 0 },
-  { 2, 16384, 2048, 286, 282, 0 },
-  { 2, 16384, 8192, 287, 287, 0 },
-  { 2, 16384, 32768, 287, 287, 0 },
-  { 2, 32768, 1, 288, 249, 1 },
-  { 2, 32768, 8, 289, 290, 1 },
-  { 2, 32768, 32, 288, 249, 1 },
-  { 2, 32768, 128, 291, 249, 0 },
-  { 2, 32768, 512, 292, 249, 0 },
-  { 2, 32768, 2048, 293, 294, 0 },
-  { 2, 32768, 8192, 295, 295, 0 },
-  { 2, 32768, 32768, 295, 295, 0 },
-  { 2, 65536, 1, 296, 249, 1 },
-  { 2, 65536, 8, 297, 298, 1 },
-  { 2, 65536, 32, 297, 249, 1 },
-  { 2, 65536, 128, 299, 249, 0 },
-  { 2, 65536, 512, 300, 249, 0 },
-  { 2, 65536, 2048, 299, 249, 2 },
-  { 2, 65536, 8192, 301, 301, 0 },
-  { 2, 65536, 32768, 302, 301, 0 },
-  { 2, 131072, 1, 303, 249, 1 },
-  { 2, 131072, 8, 304, 305, 1 },
-  { 2, 131072, 32, 304, 305, 0 },
-  { 2, 131072, 128, 306, 249, 0 },
-  { 2, 131072, 512, 306, 249, 0 },
-  { 2, 131072, 2048, 306, 249, 0 },
-  { 2, 131072, 8192, 306, 249, 2 },
-  { 2, 131072, 32768, 306, 249, 2 },
-  { 3, 512, 1, 308, 309, 0 },
-  { 3, 512, 8, 310, 309, 0 },
-  { 3, 512, 32, 310, 309, 0 },
-  { 3, 512, 128, 310, 309, 0 },
-  { 3, 512, 512, 311, 309, 0 },
-  { 3, 512, 2048, 312, 309, 0 },
-  { 3, 512, 8192, 313, 309, 1 },
-  { 3, 512, 32768, 314, 309, 0 },
-  { 3, 768, 1, 315, 316, 0 },
-  { 3, 768, 8, 317, 316, 0 },
-  { 3, 768, 32, 318, 316, 0 },
-  { 3, 768, 128, 318, 309, 0 },
-  { 3, 768, 512, 319, 319, 0 },
-  { 3, 768, 2048, 320, 309, 0 },
-  { 3, 768, 8192, 321, 309, 0 },
-  { 3, 768, 32768, 322, 309, 0 },
-  { 3, 1024, 1, 323, 309, 0 },
-  { 3, 1024, 8, 324, 309, 0 },
-  { 3, 1024, 32, 324, 309, 0 },
-  { 3, 1024, 128, 324, 309, 0 },
-  { 3, 1024, 512, 325, 309, 0 },
-  { 3, 1024, 2048, 326, 309, 0 },
-  { 3, 1024, 8192, 327, 309, 1 },
-  { 3, 1024, 32768, 328, 329, 0 },
-  { 3, 1536, 1, 330, 331, 0 },
-  { 3, 1536, 8, 330, 331, 0 },
-  { 3, 1536, 32, 330, 331, 0 },
-  { 3, 1536, 128, 330, 309, 0 },
-  { 3, 1536, 512, 332, 309, 0 },
-  { 3, 1536, 2048, 333, 334, 0 },
-  { 3, 1536, 8192, 335, 309, 0 },
-  { 3, 1536, 32768, 336, 337, 0 },
-  { 3, 2048, 1, 338, 309, 0 },
-  { 3, 2048, 8, 338, 309, 0 },
-  { 3, 2048, 32, 338, 309, 0 },
-  { 3, 2048, 128, 338, 309, 0 },
-  { 3, 2048, 512, 339, 309, 0 },
-  { 3, 2048, 2048, 340, 309, 1 },
-  { 3, 2048, 8192, 341, 309, 0 },
-  { 3, 2048, 32768, 339, 342, 0 },
-  { 3, 2560, 1, 343, 344, 0 },
-  { 3, 2560, 8, 343, 344, 0 },
-  { 3, 2560, 32, 343, 345, 0 },
-  { 3, 2560, 128, 346, 344, 0 },
-  { 3, 2560, 512, 347, 345, 0 },
-  { 3, 2560, 2048, 348, 348, 0 },
-  { 3, 2560, 8192, 349, 350, 0 },
-  { 3, 2560, 32768, 351, 350, 0 },
-  { 3, 3072, 1, 352, 353, 0 },
-  { 3, 3072, 8, 352, 353, 0 },
-  { 3, 3072, 32, 354, 353, 0 },
-  { 3, 3072, 128, 352, 344, 1 },
-  { 3, 3072, 512, 355, 345, 0 },
-  { 3, 3072, 2048, 348, 348, 0 },
-  { 3, 3072, 8192, 356, 350, 0 },
-  { 3, 3072, 32768, 357, 357, 0 },
-  { 3, 4096, 1, 358, 345, 0 },
-  { 3, 4096, 8, 359, 345, 0 },
-  { 3, 4096, 32, 359, 345, 1 },
-  { 3, 4096, 128, 358, 345, 0 },
-  { 3, 4096, 512, 360, 345, 0 },
-  { 3, 4096, 2048, 361, 345, 0 },
-  { 3, 4096, 8192, 362, 345, 0 },
-  { 3, 4096, 32768, 363, 363, 0 },
-  { 3, 5120, 1, 364, 365, 1 },
-  { 3, 5120, 8, 364, 365, 1 },
-  { 3, 5120, 32, 364, 366, 1 },
-  { 3, 5120, 128, 364, 367, 1 },
-  { 3, 5120, 512, 368, 365, 0 },
-  { 3, 5120, 2048, 369, 369, 0 },
-  { 3, 5120, 8192, 368, 365, 0 },
-  { 3, 5120, 32768, 368, 365, 0 },
-  { 3, 6144, 1, 370, 371, 0 },
-  { 3, 6144, 8, 370, 365, 1 },
-  { 3, 6144, 32, 372, 366, 1 },
-  { 3, 6144, 128, 372, 367, 0 },
-  { 3, 6144, 512, 373, 365, 0 },
-  { 3, 6144, 2048, 369, 369, 0 },
-  { 3, 6144, 8192, 365, 365, 0 },
-  { 3, 6144, 32768, 374, 365, 0 },
-  { 3, 7168, 1, 375, 371, 0 },
-  { 3, 7168, 8, 375, 371, 1 },
-  { 3, 7168, 32, 376, 377, 1 },
-  { 3, 7168, 128, 376, 367, 1 },
-  { 3, 7168, 512, 378, 379, 0 },
-  { 3, 7168, 2048, 380, 381, 0 },
-  { 3, 7168, 8192, 382, 381, 0 },
-  { 3, 7168, 32768, 383, 383, 0 },
-  { 3, 8192, 1, 384, 385, 0 },
-  { 3, 8192, 8, 384, 385, 0 },
-  { 3, 8192, 32, 385, 385, 1 },
-  { 3, 8192, 128, 386, 387, 1 },
-  { 3, 8192, 512, 388, 379, 0 },
-  { 3, 8192, 2048, 389, 381, 0 },
-  { 3, 8192, 8192, 390, 381, 0 },
-  { 3, 8192, 32768, 383, 383, 0 },
-  { 3, 12288, 1, 391, 392, 0 },
-  { 3, 12288, 8, 391, 393, 0 },
-  { 3, 12288, 32, 394, 394, 1 },
-  { 3, 12288, 128, 395, 392, 1 },
-  { 3, 12288, 512, 396, 397, 1 },
-  { 3, 12288, 2048, 396, 397, 0 },
-  { 3, 12288, 8192, 398, 397, 0 },
-  { 3, 12288, 32768, 399, 397, 0 },
-  { 3, 16384, 1, 400, 401, 0 },
-  { 3, 16384, 8, 400, 402, 0 },
-  { 3, 16384, 32, 403, 403, 1 },
-  { 3, 16384, 128, 404, 392, 0 },
-  { 3, 16384, 512, 405, 402, 0 },
-  { 3, 16384, 2048, 406, 402, 0 },
-  { 3, 16384, 8192, 407, 402, 0 },
-  { 3, 16384, 32768, 408, 408, 0 },
-  { 3, 32768, 1, 409, 410, 0 },
-  { 3, 32768, 8, 409, 410, 0 },
-  { 3, 32768, 32, 411, 411, 1 },
-  { 3, 32768, 128, 412, 410, 1 },
-  { 3, 32768, 512, 413, 410, 0 },
-  { 3, 32768, 2048, 414, 415, 0 },
-  { 3, 32768, 8192, 414, 415, 0 },
-  { 3, 32768, 32768, 414, 415, 0 },
-  { 3, 65536, 1, 416, 417, 0 },
-  { 3, 65536, 8, 416, 417, 1 },
-  { 3, 65536, 32, 416, 417, 0 },
-  { 3, 65536, 128, 418, 410, 0 },
-  { 3, 65536, 512, 419, 410, 0 },
-  { 3, 65536, 2048, 420, 421, 0 },
-  { 3, 65536, 8192, 420, 421, 0 },
-  { 3, 65536, 32768, 420, 415, 0 },
-  { 3, 131072, 1, 422, 422, 1 },
-  { 3, 131072, 8, 423, 424, 1 },
-  { 3, 131072, 32, 425, 410, 1 },
-  { 3, 131072, 128, 425, 410, 0 },
-  { 3, 131072, 512, 426, 410, 0 },
-  { 3, 131072, 2048, 426, 421, 0 },
-  { 3, 131072, 8192, 427, 421, 0 },
-  { 3, 131072, 32768, 427, 421, 0 },
-  { 4, 512, 1, 429, 430, 0 },
-  { 4, 512, 8, 431, 430, 0 },
-  { 4, 512, 32, 431, 430, 0 },
-  { 4, 512, 128, 431, 430, 0 },
-  { 4, 512, 512, 432, 430, 0 },
-  { 4, 512, 2048, 433, 433, 0 },
-  { 4, 512, 8192, 434, 430, 0 },
-  { 4, 512, 32768, 433, 433, 0 },
-  { 4, 768, 1, 435, 430, 0 },
-  { 4, 768, 8, 435, 430, 0 },
-  { 4, 768, 32, 435, 430, 0 },
-  { 4, 768, 128, 435, 430, 0 },
-  { 4, 768, 512, 436, 430, 0 },
-  { 4, 768, 2048, 437, 437, 0 },
-  { 4, 768, 8192, 438, 430, 1 },
-  { 4, 768, 32768, 439, 430, 0 },
-  { 4, 1024, 1, 440, 430, 0 },
-  { 4, 1024, 8, 440, 430, 0 },
-  { 4, 1024, 32, 440, 430, 0 },
-  { 4, 1024, 128, 440, 430, 0 },
-  { 4, 1024, 512, 430, 430, 0 },
-  { 4, 1024, 2048, 441, 441, 1 },
-  { 4, 1024, 8192, 442, 430, 0 },
-  { 4, 1024, 32768, 443, 443, 0 },
-  { 4, 1536, 1, 444, 430, 0 },
-  { 4, 1536, 8, 444, 430, 0 },
-  { 4, 1536, 32, 444, 430, 0 },
-  { 4, 1536, 128, 445, 430, 1 },
-  { 4, 1536, 512, 446, 430, 0 },
-  { 4, 1536, 2048, 447, 430, 1 },
-  { 4, 1536, 8192, 447, 430, 0 },
-  { 4, 1536, 32768, 446, 430, 0 },
-  { 4, 2048, 1, 448, 430, 0 },
-  { 4, 2048, 8, 448, 430, 0 },
-  { 4, 2048, 32, 448, 430, 0 },
-  { 4, 2048, 128, 449, 430, 1 },
-  { 4, 2048, 512, 430, 430, 0 },
-  { 4, 2048, 2048, 450, 430, 0 },
-  { 4, 2048, 8192, 430, 430, 0 },
-  { 4, 2048, 32768, 430, 430, 0 },
-  { 4, 2560, 1, 451, 452, 0 },
-  { 4, 2560, 8, 451, 452, 1 },
-  { 4, 2560, 32, 453, 452, 1 },
-  { 4, 2560, 128, 451, 452, 1 },
-  { 4, 2560, 512, 454, 452, 0 },
-  { 4, 2560, 2048, 455, 452, 1 },
-  { 4, 2560, 8192, 456, 452, 0 },
-  { 4, 2560, 32768, 456, 452, 0 },
-  { 4, 3072, 1, 457, 452, 0 },
-  { 4, 3072, 8, 458, 452, 1 },
-  { 4, 3072, 32, 457, 452, 1 },
-  { 4, 3072, 128, 458, 452, 1 },
-  { 4, 3072, 512, 459, 452, 0 },
-  { 4, 3072, 2048, 460, 452, 1 },
-  { 4, 3072, 8192, 452, 452, 0 },
-  { 4, 3072, 32768, 452, 452, 0 },
-  { 4, 4096, 1, 461, 452, 0 },
-  { 4, 4096, 8, 462, 452, 1 },
-  { 4, 4096, 32, 461, 452, 1 },
-  { 4, 4096, 128, 463, 452, 1 },
-  { 4, 4096, 512, 464, 464, 1 },
-  { 4, 4096, 2048, 463, 452, 0 },
-  { 4, 4096, 8192, 465, 452, 0 },
-  { 4, 4096, 32768, 452, 452, 0 },
-  { 4, 5120, 1, 466, 467, 1 },
-  { 4, 5120, 8, 466, 467, 1 },
-  { 4, 5120, 32, 468, 467, 1 },
-  { 4, 5120, 128, 469, 470, 1 },
-  { 4, 5120, 512, 471, 472, 0 },
-  { 4, 5120, 2048, 473, 467, 0 },
-  { 4, 5120, 8192, 473, 467, 0 },
-  { 4, 5120, 32768, 474, 474, 0 },
-  { 4, 6144, 1, 475, 467, 1 },
-  { 4, 6144, 8, 475, 467, 1 },
-  { 4, 6144, 32, 476, 470, 1 },
-  { 4, 6144, 128, 477, 477, 1 },
-  { 4, 6144, 512, 478, 467, 0 },
-  { 4, 6144, 2048, 479, 467, 0 },
-  { 4, 6144, 8192, 474, 474, 0 },
-  { 4, 6144, 32768, 474, 474, 0 },
-  { 4, 7168, 1, 480, 481, 1 },
-  { 4, 7168, 8, 480, 481, 1 },
-  { 4, 7168, 32, 482, 470, 0 },
-  { 4, 7168, 128, 477, 477, 1 },
-  { 4, 7168, 512, 483, 484, 0 },
-  { 4, 7168, 2048, 485, 485, 0 },
-  { 4, 7168, 8192, 485, 485, 0 },
-  { 4, 7168, 32768, 485, 485, 0 },
-  { 4, 8192, 1, 486, 487, 0 },
-  { 4, 8192, 8, 488, 481, 1 },
-  { 4, 8192, 32, 489, 481, 1 },
-  { 4, 8192, 128, 477, 477, 1 },
-  { 4, 8192, 512, 490, 484, 0 },
-  { 4, 8192, 2048, 491, 481, 0 },
-  { 4, 8192, 8192, 492, 492, 0 },
-  { 4, 8192, 32768, 492, 492, 0 },
-  { 4, 12288, 1, 493, 494, 1 },
-  { 4, 12288, 8, 493, 494, 1 },
-  { 4, 12288, 32, 495, 494, 1 },
-  { 4, 12288, 128, 495, 494, 1 },
-  { 4, 12288, 512, 496, 497, 1 },
-  { 4, 12288, 2048, 498, 494, 0 },
-  { 4, 12288, 8192, 499, 499, 0 },
-  { 4, 12288, 32768, 499, 499, 0 },
-  { 4, 16384, 1, 500, 501, 0 },
-  { 4, 16384, 8, 500, 501, 1 },
-  { 4, 16384, 32, 502, 501, 1 },
-  { 4, 16384, 128, 503, 504, 1 },
-  { 4, 16384, 512, 503, 501, 0 },
-  { 4, 16384, 2048, 499, 499, 0 },
-  { 4, 16384, 8192, 505, 505, 0 },
-  { 4, 16384, 32768, 505, 505, 0 },
-  { 4, 32768, 1, 506, 507, 1 },
-  { 4, 32768, 8, 506, 507, 1 },
-  { 4, 32768, 32, 508, 508, 1 },
-  { 4, 32768, 128, 509, 507, 0 },
-  { 4, 32768, 512, 510, 510, 0 },
-  { 4, 32768, 2048, 510, 510, 0 },
-  { 4, 32768, 8192, 510, 510, 0 },
-  { 4, 32768, 32768, 510, 510, 0 },
-  { 4, 65536, 1, 511, 507, 1 },
-  { 4, 65536, 8, 511, 507, 1 },
-  { 4, 65536, 32, 511, 512, 1 },
-  { 4, 65536, 128, 513, 507, 0 },
-  { 4, 65536, 512, 514, 514, 0 },
-  { 4, 65536, 2048, 514, 514, 0 },
-  { 4, 65536, 8192, 514, 514, 0 },
-  { 4, 65536, 32768, 514, 514, 0 },
-  { 4, 131072, 1, 515, 507, 1 },
-  { 4, 131072, 8, 516, 507, 1 },
-  { 4, 131072, 32, 517, 507, 1 },
-  { 4, 131072, 128, 517, 507, 0 },
-  { 4, 131072, 512, 517, 507, 0 },
-  { 4, 131072, 2048, 518, 514, 0 },
-  { 4, 131072, 8192, 518, 514, 0 },
-  { 4, 131072, 32768, 518, 514, 0 },
-  { 5, 512, 1, 520, 521, 0 },
-  { 5, 512, 8, 522, 521, 0 },
-  { 5, 512, 32, 522, 521, 0 },
-  { 5, 512, 128, 520, 521, 0 },
-  { 5, 512, 512, 523, 521, 0 },
-  { 5, 512, 2048, 524, 521, 0 },
-  { 5, 512, 8192, 525, 521, 1 },
-  { 5, 512, 32768, 526, 521, 0 },
-  { 5, 768, 1, 527, 521, 0 },
-  { 5, 768, 8, 527, 521, 0 },
-  { 5, 768, 32, 527, 521, 0 },
-  { 5, 768, 128, 527, 521, 0 },
-  { 5, 768, 512, 528, 521, 0 },
-  { 5, 768, 2048, 529, 521, 0 },
-  { 5, 768, 8192, 530, 521, 1 },
-  { 5, 768, 32768, 531, 521, 0 },
-  { 5, 1024, 1, 532, 521, 0 },
-  { 5, 1024, 8, 533, 521, 0 },
-  { 5, 1024, 32, 533, 521, 0 },
-  { 5, 1024, 128, 533, 521, 0 },
-  { 5, 1024, 512, 533, 521, 0 },
-  { 5, 1024, 2048, 534, 521, 0 },
-  { 5, 1024, 8192, 535, 521, 0 },
-  { 5, 1024, 32768, 536, 537, 0 },
-  { 5, 1536, 1, 538, 521, 0 },
-  { 5, 1536, 8, 538, 521, 0 },
-  { 5, 1536, 32, 538, 521, 0 },
-  { 5, 1536, 128, 538, 521, 0 },
-  { 5, 1536, 512, 538, 521, 0 },
-  { 5, 1536, 2048, 539, 521, 0 },
-  { 5, 1536, 8192, 540, 521, 1 },
-  { 5, 1536, 32768, 541, 542, 0 },
-  { 5, 2048, 1, 543, 521, 0 },
-  { 5, 2048, 8, 543, 521, 0 },
-  { 5, 2048, 32, 543, 521, 0 },
-  { 5, 2048, 128, 543, 521, 0 },
-  { 5, 2048, 512, 543, 521, 0 },
-  { 5, 2048, 2048, 544, 521, 1 },
-  { 5, 2048, 8192, 545, 521, 0 },
-  { 5, 2048, 32768, 546, 546, 0 },
-  { 5, 2560, 1, 547, 548, 1 },
-  { 5, 2560, 8, 547, 548, 0 },
-  { 5, 2560, 32, 549, 548, 0 },
-  { 5, 2560, 128, 550, 550, 1 },
-  { 5, 2560, 512, 547, 548, 0 },
-  { 5, 2560, 2048, 549, 551, 0 },
-  { 5, 2560, 8192, 552, 553, 0 },
-  { 5, 2560, 32768, 552, 553, 0 },
-  { 5, 3072, 1, 554, 548, 0 },
-  { 5, 3072, 8, 554, 548, 0 },
-  { 5, 3072, 32, 554, 548, 1 },
-  { 5, 3072, 128, 550, 550, 1 },
-  { 5, 3072, 512, 554, 548, 0 },
-  { 5, 3072, 2048, 555, 548, 1 },
-  { 5, 3072, 8192, 556, 553, 0 },
-  { 5, 3072, 32768, 556, 553, 0 },
-  { 5, 4096, 1, 557, 548, 0 },
-  { 5, 4096, 8, 557, 548, 0 },
-  { 5, 4096, 32, 557, 548, 1 },
-  { 5, 4096, 128, 558, 548, 1 },
-  { 5, 4096, 512, 557, 548, 0 },
-  { 5, 4096, 2048, 559, 548, 1 },
-  { 5, 4096, 8192, 560, 548, 0 },
-  { 5, 4096, 32768, 561, 561, 0 },
-  { 5, 5120, 1, 562, 563, 1 },
-  { 5, 5120, 8, 562, 563, 1 },
-  { 5, 5120, 32, 562, 564, 1 },
-  { 5, 5120, 128, 564, 564, 0 },
-  { 5, 5120, 512, 565, 563, 0 },
-  { 5, 5120, 2048, 566, 566, 0 },
-  { 5, 5120, 8192, 565, 563, 0 },
-  { 5, 5120, 32768, 565, 563, 0 },
-  { 5, 6144, 1, 567, 568, 0 },
-  { 5, 6144, 8, 567, 563, 1 },
-  { 5, 6144, 32, 564, 564, 0 },
-  { 5, 6144, 128, 564, 564, 1 },
-  { 5, 6144, 512, 569, 563, 0 },
-  { 5, 6144, 2048, 566, 566, 0 },
-  { 5, 6144, 8192, 563, 563, 0 },
-  { 5, 6144, 32768, 563, 563, 0 },
-  { 5, 7168, 1, 570, 568, 0 },
-  { 5, 7168, 8, 570, 568, 1 },
-  { 5, 7168, 32, 571, 564, 0 },
-  { 5, 7168, 128, 570, 564, 0 },
-  { 5, 7168, 512, 572, 573, 0 },
-  { 5, 7168, 2048, 574, 573, 1 },
-  { 5, 7168, 8192, 572, 573, 0 },
-  { 5, 7168, 32768, 572, 573, 0 },
-  { 5, 8192, 1, 575, 576, 0 },
-  { 5, 8192, 8, 575, 577, 0 },
-  { 5, 8192, 32, 578, 576, 0 },
-  { 5, 8192, 128, 579, 576, 0 },
-  { 5, 8192, 512, 580, 573, 0 },
-  { 5, 8192, 2048, 581, 573, 0 },
-  { 5, 8192, 8192, 582, 573, 0 },
-  { 5, 8192, 32768, 583, 573, 0 },
-  { 5, 12288, 1, 584, 585, 1 },
-  { 5, 12288, 8, 584, 585, 1 },
-  { 5, 12288, 32, 586, 587, 0 },
-  { 5, 12288, 128, 584, 585, 1 },
-  { 5, 12288, 512, 588, 585, 0 },
-  { 5, 12288, 2048, 589, 585, 0 },
-  { 5, 12288, 8192, 590, 585, 0 },
-  { 5, 12288, 32768, 591, 585, 0 },
-  { 5, 16384, 1, 592, 593, 0 },
-  { 5, 16384, 8, 592, 594, 1 },
-  { 5, 16384, 32, 595, 596, 1 },
-  { 5, 16384, 128, 597, 596, 1 },
-  { 5, 16384, 512, 598, 596, 0 },
-  { 5, 16384, 2048, 599, 600, 0 },
-  { 5, 16384, 8192, 601, 596, 0 },
-  { 5, 16384, 32768, 601, 600, 0 },
-  { 5, 32768, 1, 602, 603, 0 },
-  { 5, 32768, 8, 602, 603, 0 },
-  { 5, 32768, 32, 602, 604, 1 },
-  { 5, 32768, 128, 605, 603, 0 },
-  { 5, 32768, 512, 606, 603, 0 },
-  { 5, 32768, 2048, 607, 608, 0 },
-  { 5, 32768, 8192, 609, 608, 0 },
-  { 5, 32768, 32768, 609, 608, 0 },
-  { 5, 65536, 1, 610, 603, 1 },
-  { 5, 65536, 8, 610, 611, 1 },
-  { 5, 65536, 32, 610, 603, 0 },
-  { 5, 65536, 128, 612, 603, 0 },
-  { 5, 65536, 512, 613, 603, 0 },
-  { 5, 65536, 2048, 614, 615, 0 },
-  { 5, 65536, 8192, 614, 615, 0 },
-  { 5, 65536, 32768, 614, 615, 0 },
-  { 5, 131072, 1, 616, 603, 1 },
-  { 5, 131072, 8, 616, 603, 1 },
-  { 5, 131072, 32, 617, 603, 1 },
-  { 5, 131072, 128, 617, 603, 0 },
-  { 5, 131072, 512, 618, 603, 0 },
-  { 5, 131072, 2048, 618, 603, 0 },
-  { 5, 131072, 8192, 619, 615, 0 },
-  { 5, 131072, 32768, 619, 615, 0 },
-  { 6, 512, 1, 621, 622, 0 },
-  { 6, 512, 8, 623, 622, 0 },
-  { 6, 512, 32, 624, 622, 0 },
-  { 6, 512, 128, 624, 622, 0 },
-  { 6, 512, 512, 625, 622, 1 },
-  { 6, 512, 2048, 624, 626, 0 },
-  { 6, 512, 8192, 624, 622, 0 },
-  { 6, 512, 32768, 626, 626, 0 },
-  { 6, 768, 1, 627, 622, 0 },
-  { 6, 768, 8, 627, 622, 0 },
-  { 6, 768, 32, 627, 622, 0 },
-  { 6, 768, 128, 627, 622, 0 },
-  { 6, 768, 512, 628, 622, 1 },
-  { 6, 768, 2048, 629, 629, 0 },
-  { 6, 768, 8192, 630, 622, 1 },
-  { 6, 768, 32768, 631, 622, 0 },
-  { 6, 1024, 1, 632, 622, 0 },
-  { 6, 1024, 8, 632, 622, 0 },
-  { 6, 1024, 32, 632, 622, 0 },
-  { 6, 1024, 128, 633, 622, 1 },
-  { 6, 1024, 512, 634, 622, 0 },
-  { 6, 1024, 2048, 635, 635, 0 },
-  { 6, 1024, 8192, 636, 622, 0 },
+  { 0, 1536, 128, 19, 1, 1 },
+  { 0, 1536, 512, 21, 1, 0 },
+  { 0, 1536, 2048, 22, 1, 1 },
+  { 0, 1536, 8192, 23, 1, 1 },
+  { 0, 1536, 32768, 22, 1, 0 },
+  { 0, 2048, 1, 24, 1, 0 },
+  { 0, 2048, 8, 24, 1, 0 },
+  { 0, 2048, 32, 24, 1, 0 },
+  { 0, 2048, 128, 24, 1, 0 },
+  { 0, 2048, 512, 25, 1, 0 },
+  { 0, 2048, 2048, 26, 1, 0 },
+  { 0, 2048, 8192, 27, 1, 0 },
+  { 0, 2048, 32768, 28, 1, 0 },
+  { 0, 2560, 1, 29, 30, 1 },
+  { 0, 2560, 8, 29, 30, 0 },
+  { 0, 2560, 32, 29, 31, 1 },
+  { 0, 2560, 128, 29, 32, 1 },
+  { 0, 2560, 512, 33, 30, 0 },
+  { 0, 2560, 2048, 34, 30, 1 },
+  { 0, 2560, 8192, 35, 30, 0 },
+  { 0, 2560, 32768, 35, 36, 0 },
+  { 0, 3072, 1, 37, 32, 0 },
+  { 0, 3072, 8, 38, 32, 0 },
+  { 0, 3072, 32, 37, 31, 1 },
+  { 0, 3072, 128, 37, 32, 1 },
+  { 0, 3072, 512, 39, 30, 0 },
+  { 0, 3072, 2048, 40, 30, 1 },
+  { 0, 3072, 8192, 41, 30, 0 },
+  { 0, 3072, 32768, 41, 30, 0 },
+  { 0, 4096, 1, 42, 30, 0 },
+  { 0, 4096, 8, 42, 30, 0 },
+  { 0, 4096, 32, 42, 30, 1 },
+  { 0, 4096, 128, 42, 30, 1 },
+  { 0, 4096, 512, 43, 30, 0 },
+  { 0, 4096, 2048, 44, 30, 1 },
+  { 0, 4096, 8192, 45, 30, 0 },
+  { 0, 4096, 32768, 46, 30, 0 },
+  { 0, 5120, 1, 47, 48, 0 },
+  { 0, 5120, 8, 47, 48, 1 },
+  { 0, 5120, 32, 47, 48, 1 },
+  { 0, 5120, 128, 47, 48, 1 },
+  { 0, 5120, 512, 49, 48, 0 },
+  { 0, 5120, 2048, 50, 48, 1 },
+  { 0, 5120, 8192, 51, 48, 0 },
+  { 0, 5120, 32768, 51, 52, 0 },
+  { 0, 6144, 1, 53, 48, 1 },
+  { 0, 6144, 8, 53, 48, 1 },
+  { 0, 6144, 32, 54, 55, 1 },
+  { 0, 6144, 128, 54, 48, 1 },
+  { 0, 6144, 512, 56, 48, 0 },
+  { 0, 6144, 2048, 57, 48, 1 },
+  { 0, 6144, 8192, 58, 48, 0 },
+  { 0, 6144, 32768, 58, 48, 0 },
+  { 0, 7168, 1, 59, 60, 1 },
+  { 0, 7168, 8, 59, 60, 1 },
+  { 0, 7168, 32, 61, 60, 1 },
+  { 0, 7168, 128, 61, 60, 1 },
+  { 0, 7168, 512, 62, 60, 0 },
+  { 0, 7168, 2048, 63, 60, 0 },
+  { 0, 7168, 8192, 62, 60, 0 },
+  { 0, 7168, 32768, 62, 60, 0 },
+  { 0, 8192, 1, 64, 60, 0 },
+  { 0, 8192, 8, 64, 60, 0 },
+  { 0, 8192, 32, 64, 60, 1 },
+  { 0, 8192, 128, 65, 60, 1 },
+  { 0, 8192, 512, 66, 60, 0 },
+  { 0, 8192, 2048, 66, 60, 0 },
+  { 0, 8192, 8192, 66, 60, 0 },
+  { 0, 8192, 32768, 66, 60, 0 },
+  { 0, 12288, 1, 67, 68, 0 },
+  { 0, 12288, 8, 67, 69, 1 },
+  { 0, 12288, 32, 67, 68, 1 },
+  { 0, 12288, 128, 67, 68, 1 },
+  { 0, 12288, 512, 70, 68, 1 },
+  { 0, 12288, 2048, 71, 68, 0 },
+  { 0, 12288, 8192, 71, 68, 0 },
+  { 0, 12288, 32768, 72, 68, 0 },
+  { 0, 16384, 1, 73, 74, 0 },
+  { 0, 16384, 8, 73, 74, 1 },
+  { 0, 16384, 32, 73, 74, 1 },
+  { 0, 16384, 128, 75, 74, 1 },
+  { 0, 16384, 512, 76, 74, 1 },
+  { 0, 16384, 2048, 77, 74, 0 },
+  { 0, 16384, 8192, 78, 74, 0 },
+  { 0, 16384, 32768, 78, 74, 0 },
+  { 0, 32768, 1, 79, 80, 0 },
+  { 0, 32768, 8, 79, 80, 1 },
+  { 0, 32768, 32, 81, 82, 0 },
+  { 0, 32768, 128, 83, 80, 1 },
+  { 0, 32768, 512, 84, 80, 0 },
+  { 0, 32768, 2048, 85, 80, 0 },
+  { 0, 32768, 8192, 86, 87, 0 },
+  { 0, 32768, 32768, 86, 87, 0 },
+  { 0, 65536, 1, 88, 80, 0 },
+  { 0, 65536, 8, 88, 80, 1 },
+  { 0, 65536, 32, 89, 80, 1 },
+  { 0, 65536, 128, 90, 80, 0 },
+  { 0, 65536, 512, 91, 80, 0 },
+  { 0, 65536, 2048, 92, 80, 0 },
+  { 0, 65536, 8192, 92, 93, 2 },
+  { 0, 65536, 32768, 93, 93, 0 },
+  { 0, 131072, 1, 94, 95, 1 },
+  { 0, 131072, 8, 96, 95, 1 },
+  { 0, 131072, 32, 97, 80, 1 },
+  { 0, 131072, 128, 97, 80, 0 },
+  { 0, 131072, 512, 98, 80, 0 },
+  { 0, 131072, 2048, 98, 80, 0 },
+  { 0, 131072, 8192, 98, 80, 2 },
+  { 0, 131072, 32768, 98, 99, 0 },
+  { 1, 512, 1, 101, 102, 0 },
+  { 1, 512, 8, 103, 102, 0 },
+  { 1, 512, 32, 103, 102, 0 },
+  { 1, 512, 128, 104, 102, 0 },
+  { 1, 512, 512, 105, 102, 0 },
+  { 1, 512, 2048, 106, 102, 0 },
+  { 1, 512, 8192, 107, 102, 1 },
+  { 1, 512, 32768, 108, 102, 0 },
+  { 1, 768, 1, 109, 102, 0 },
+  { 1, 768, 8, 109, 102, 0 },
+  { 1, 768, 32, 109, 102, 0 },
+  { 1, 768, 128, 109, 102, 0 },
+  { 1, 768, 512, 110, 102, 0 },
+  { 1, 768, 2048, 111, 102, 0 },
+  { 1, 768, 8192, 112, 102, 1 },
+  { 1, 768, 32768, 113, 102, 0 },
+  { 1, 1024, 1, 114, 102, 0 },
+  { 1, 1024, 8, 114, 102, 0 },
+  { 1, 1024, 32, 114, 102, 0 },
+  { 1, 1024, 128, 114, 102, 0 },
+  { 1, 1024, 512, 115, 102, 0 },
+  { 1, 1024, 2048, 116, 102, 0 },
+  { 1, 1024, 8192, 117, 102, 0 },
+  { 1, 1024, 32768, 118, 102, 0 },
+  { 1, 1536, 1, 119, 102, 0 },
+  { 1, 1536, 8, 119, 102, 0 },
+  { 1, 1536, 32, 119, 102, 0 },
+  { 1, 1536, 128, 119, 102, 1 },
+  { 1, 1536, 512, 120, 102, 0 },
+  { 1, 1536, 2048, 121, 102, 1 },
+  { 1, 1536, 8192, 122, 102, 1 },
+  { 1, 1536, 32768, 121, 102, 0 },
+  { 1, 2048, 1, 123, 102, 0 },
+  { 1, 2048, 8, 123, 102, 0 },
+  { 1, 2048, 32, 123, 102, 0 },
+  { 1, 2048, 128, 123, 102, 1 },
+  { 1, 2048, 512, 124, 102, 0 },
+  { 1, 2048, 2048, 125, 102, 1 },
+  { 1, 2048, 8192, 126, 102, 0 },
+  { 1, 2048, 32768, 127, 102, 0 },
+  { 1, 2560, 1, 128, 129, 1 },
+  { 1, 2560, 8, 128, 129, 0 },
+  { 1, 2560, 32, 128, 129, 1 },
+  { 1, 2560, 128, 128, 129, 1 },
+  { 1, 2560, 512, 130, 129, 0 },
+  { 1, 2560, 2048, 131, 129, 1 },
+  { 1, 2560, 8192, 132, 129, 0 },
+  { 1, 2560, 32768, 132, 133, 0 },
+  { 1, 3072, 1, 134, 129, 0 },
+  { 1, 3072, 8, 134, 129, 0 },
+  { 1, 3072, 32, 134, 129, 1 },
+  { 1, 3072, 128, 134, 129, 1 },
+  { 1, 3072, 512, 135, 129, 0 },
+  { 1, 3072, 2048, 136, 129, 1 },
+  { 1, 3072, 8192, 137, 129, 0 },
+  { 1, 3072, 32768, 137, 129, 0 },
+  { 1, 4096, 1, 138, 129, 0 },
+  { 1, 4096, 8, 138, 129, 0 },
+  { 1, 4096, 32, 138, 129, 1 },
+  { 1, 4096, 128, 138, 129, 1 },
+  { 1, 4096, 512, 139, 129, 0 },
+  { 1, 4096, 2048, 140, 129, 1 },
+  { 1, 4096, 8192, 141, 129, 0 },
+  { 1, 4096, 32768, 142, 129, 0 },
+  { 1, 5120, 1, 143, 144, 0 },
+  { 1, 5120, 8, 143, 144, 1 },
+  { 1, 5120, 32, 143, 144, 1 },
+  { 1, 5120, 128, 143, 144, 1 },
+  { 1, 5120, 512, 145, 144, 1 },
+  { 1, 5120, 2048, 146, 144, 1 },
+  { 1, 5120, 8192, 147, 148, 0 },
+  { 1, 5120, 32768, 147, 148, 0 },
+  { 1, 6144, 1, 149, 144, 1 },
+  { 1, 6144, 8, 149, 144, 1 },
+  { 1, 6144, 32, 150, 144, 1 },
+  { 1, 6144, 128, 149, 144, 1 },
+  { 1, 6144, 512, 150, 144, 0 },
+  { 1, 6144, 2048, 151, 144, 0 },
+  { 1, 6144, 8192, 152, 144, 0 },
+  { 1, 6144, 32768, 152, 144, 0 },
+  { 1, 7168, 1, 153, 154, 1 },
+  { 1, 7168, 8, 153, 154, 1 },
+  { 1, 7168, 32, 153, 154, 1 },
+  { 1, 7168, 128, 155, 154, 1 },
+  { 1, 7168, 512, 156, 154, 1 },
+  { 1, 7168, 2048, 157, 154, 0 },
+  { 1, 7168, 8192, 158, 154, 0 },
+  { 1, 7168, 32768, 158, 154, 0 },
+  { 1, 8192, 1, 159, 154, 0 },
+  { 1, 8192, 8, 159, 154, 1 },
+  { 1, 8192, 32, 160, 154, 1 },
+  { 1, 8192, 128, 160, 154, 1 },
+  { 1, 8192, 512, 161, 154, 1 },
+  { 1, 8192, 2048, 162, 154, 0 },
+  { 1, 8192, 8192, 162, 154, 0 },
+  { 1, 8192, 32768, 162, 154, 0 },
+  { 1, 12288, 1, 163, 164, 1 },
+  { 1, 12288, 8, 163, 164, 1 },
+  { 1, 12288, 32, 165, 164, 1 },
+  { 1, 12288, 128, 163, 164, 1 },
+  { 1, 12288, 512, 166, 164, 1 },
+  { 1, 12288, 2048, 167, 164, 0 },
+  { 1, 12288, 8192, 167, 164, 0 },
+  { 1, 12288, 32768, 168, 164, 0 },
+  { 1, 16384, 1, 169, 170, 0 },
+  { 1, 16384, 8, 169, 170, 1 },
+  { 1, 16384, 32, 169, 170, 1 },
+  { 1, 16384, 128, 171, 170, 0 },
+  { 1, 16384, 512, 172, 170, 1 },
+  { 1, 16384, 2048, 173, 170, 0 },
+  { 1, 16384, 8192, 174, 170, 0 },
+  { 1, 16384, 32768, 175, 170, 0 },
+  { 1, 32768, 1, 176, 177, 0 },
+  { 1, 32768, 8, 176, 177, 1 },
+  { 1, 32768, 32, 178, 177, 1 },
+  { 1, 32768, 128, 179, 177, 1 },
+  { 1, 32768, 512, 180, 177, 0 },
+  { 1, 32768, 2048, 181, 177, 0 },
+  { 1, 32768, 8192, 182, 177, 0 },
+  { 1, 32768, 32768, 182, 177, 0 },
+  { 1, 65536, 1, 183, 177, 1 },
+  { 1, 65536, 8, 183, 177, 1 },
+  { 1, 65536, 32, 184, 177, 1 },
+  { 1, 65536, 128, 185, 177, 0 },
+  { 1, 65536, 512, 185, 177, 2 },
+  { 1, 65536, 2048, 186, 177, 2 },
+  { 1, 65536, 8192, 187, 177, 0 },
+  { 1, 65536, 32768, 187, 177, 0 },
+  { 1, 131072, 1, 188, 177, 1 },
+  { 1, 131072, 8, 189, 177, 1 },
+  { 1, 131072, 32, 190, 177, 1 },
+  { 1, 131072, 128, 190, 177, 0 },
+  { 1, 131072, 512, 190, 177, 2 },
+  { 1, 131072, 2048, 190, 177, 2 },
+  { 1, 131072, 8192, 191, 177, 0 },
+  { 1, 131072, 32768, 192, 177, 2 },
+  { 2, 512, 1, 194, 195, 1 },
+  { 2, 512, 8, 196, 195, 0 },
+  { 2, 512, 32, 196, 195, 0 },
+  { 2, 512, 128, 196, 195, 0 },
+  { 2, 512, 512, 197, 195, 0 },
+  { 2, 512, 2048, 198, 195, 1 },
+  { 2, 512, 8192, 199, 200, 0 },
+  { 2, 512, 32768, 201, 202, 0 },
+  { 2, 768, 1, 203, 195, 0 },
+  { 2, 768, 8, 203, 195, 0 },
+  { 2, 768, 32, 203, 195, 0 },
+  { 2, 768, 128, 203, 195, 0 },
+  { 2, 768, 512, 204, 195, 0 },
+  { 2, 768, 2048, 205, 195, 0 },
+  { 2, 768, 8192, 205, 206, 1 },
+  { 2, 768, 32768, 207, 195, 0 },
+  { 2, 1024, 1, 208, 195, 0 },
+  { 2, 1024, 8, 208, 195, 0 },
+  { 2, 1024, 32, 208, 195, 0 },
+  { 2, 1024, 128, 208, 195, 0 },
+  { 2, 1024, 512, 209, 195, 0 },
+  { 2, 1024, 2048, 210, 211, 1 },
+  { 2, 1024, 8192, 212, 195, 0 },
+  { 2, 1024, 32768, 212, 213, 0 },
+  { 2, 1536, 1, 214, 215, 0 },
+  { 2, 1536, 8, 214, 215, 0 },
+  { 2, 1536, 32, 216, 215, 0 },
+  { 2, 1536, 128, 217, 215, 1 },
+  { 2, 1536, 512, 214, 218, 1 },
+  { 2, 1536, 2048, 219, 215, 1 },
+  { 2, 1536, 8192, 220, 215, 0 },
+  { 2, 1536, 32768, 221, 215, 0 },
+  { 2, 2048, 1, 222, 215, 0 },
+  { 2, 2048, 8, 223, 215, 0 },
+  { 2, 2048, 32, 222, 215, 0 },
+  { 2, 2048, 128, 223, 215, 1 },
+  { 2, 2048, 512, 223, 215, 0 },
+  { 2, 2048, 2048, 223, 215, 1 },
+  { 2, 2048, 8192, 224, 215, 0 },
+  { 2, 2048, 32768, 225, 215, 0 },
+  { 2, 2560, 1, 226, 227, 0 },
+  { 2, 2560, 8, 226, 227, 0 },
+  { 2, 2560, 32, 226, 228, 1 },
+  { 2, 2560, 128, 226, 228, 1 },
+  { 2, 2560, 512, 226, 227, 0 },
+  { 2, 2560, 2048, 226, 227, 0 },
+  { 2, 2560, 8192, 227, 227, 0 },
+  { 2, 2560, 32768, 229, 227, 0 },
+  { 2, 3072, 1, 230, 227, 0 },
+  { 2, 3072, 8, 230, 227, 1 },
+  { 2, 3072, 32, 231, 228, 1 },
+  { 2, 3072, 128, 230, 228, 1 },
+  { 2, 3072, 512, 230, 227, 1 },
+  { 2, 3072, 2048, 232, 227, 0 },
+  { 2, 3072, 8192, 233, 227, 0 },
+  { 2, 3072, 32768, 233, 227, 0 },
+  { 2, 4096, 1, 234, 235, 1 },
+  { 2, 4096, 8, 234, 235, 1 },
+  { 2, 4096, 32, 236, 228, 1 },
+  { 2, 4096, 128, 237, 235, 1 },
+  { 2, 4096, 512, 236, 235, 0 },
+  { 2, 4096, 2048, 238, 235, 0 },
+  { 2, 4096, 8192, 238, 235, 0 },
+  { 2, 4096, 32768, 239, 239, 0 },
+  { 2, 5120, 1, 240, 241, 1 },
+  { 2, 5120, 8, 240, 241, 1 },
+  { 2, 5120, 32, 242, 243, 0 },
+  { 2, 5120, 128, 240, 241, 1 },
+  { 2, 5120, 512, 240, 244, 0 },
+  { 2, 5120, 2048, 240, 241, 0 },
+  { 2, 5120, 8192, 245, 241, 0 },
+  { 2, 5120, 32768, 246, 241, 0 },
+  { 2, 6144, 1, 247, 248, 1 },
+  { 2, 6144, 8, 247, 248, 1 },
+  { 2, 6144, 32, 247, 243, 1 },
+  { 2, 6144, 128, 249, 248, 1 },
+  { 2, 6144, 512, 249, 244, 1 },
+  { 2, 6144, 2048, 250, 248, 0 },
+  { 2, 6144, 8192, 251, 248, 0 },
+  { 2, 6144, 32768, 251, 248, 0 },
+  { 2, 7168, 1, 252, 253, 1 },
+  { 2, 7168, 8, 252, 253, 1 },
+  { 2, 7168, 32, 254, 253, 1 },
+  { 2, 7168, 128, 255, 253, 1 },
+  { 2, 7168, 512, 252, 253, 1 },
+  { 2, 7168, 2048, 256, 253, 0 },
+  { 2, 7168, 8192, 257, 253, 0 },
+  { 2, 7168, 32768, 257, 253, 0 },
+  { 2, 8192, 1, 258, 259, 0 },
+  { 2, 8192, 8, 258, 260, 1 },
+  { 2, 8192, 32, 261, 259, 0 },
+  { 2, 8192, 128, 258, 259, 1 },
+  { 2, 8192, 512, 262, 262, 0 },
+  { 2, 8192, 2048, 263, 259, 0 },
+  { 2, 8192, 8192, 264, 259, 0 },
+  { 2, 8192, 32768, 264, 259, 0 },
+  { 2, 12288, 1, 265, 266, 1 },
+  { 2, 12288, 8, 265, 267, 1 },
+  { 2, 12288, 32, 268, 266, 1 },
+  { 2, 12288, 128, 268, 269, 0 },
+  { 2, 12288, 512, 265, 266, 2 },
+  { 2, 12288, 2048, 270, 266, 0 },
+  { 2, 12288, 8192, 270, 266, 0 },
+  { 2, 12288, 32768, 271, 266, 0 },
+  { 2, 16384, 1, 272, 273, 1 },
+  { 2, 16384, 8, 272, 274, 1 },
+  { 2, 16384, 32, 272, 273, 1 },
+  { 2, 16384, 128, 275, 276, 1 },
+  { 2, 16384, 512, 275, 276, 0 },
+  { 2, 16384, 2048, 277, 273, 0 },
+  { 2, 16384, 8192, 277, 273, 0 },
+  { 2, 16384, 32768, 278, 278, 0 },
+  { 2, 32768, 1, 279, 280, 1 },
+  { 2, 32768, 8, 279, 280, 1 },
+  { 2, 32768, 32, 281, 280, 0 },
+  { 2, 32768, 128, 281, 280, 1 },
+  { 2, 32768, 512, 281, 280, 0 },
+  { 2, 32768, 2048, 282, 283, 0 },
+  { 2, 32768, 8192, 284, 284, 0 },
+  { 2, 32768, 32768, 284, 284, 0 },
+  { 2, 65536, 1, 285, 280, 1 },
+  { 2, 65536, 8, 286, 280, 1 },
+  { 2, 65536, 32, 286, 280, 1 },
+  { 2, 65536, 128, 287, 280, 0 },
+  { 2, 65536, 512, 287, 280, 0 },
+  { 2, 65536, 2048, 287, 283, 2 },
+  { 2, 65536, 8192, 283, 283, 0 },
+  { 2, 65536, 32768, 283, 283, 0 },
+  { 2, 131072, 1, 288, 280, 0 },
+  { 2, 131072, 8, 289, 290, 1 },
+  { 2, 131072, 32, 289, 290, 1 },
+  { 2, 131072, 128, 291, 290, 0 },
+  { 2, 131072, 512, 291, 280, 0 },
+  { 2, 131072, 2048, 291, 290, 0 },
+  { 2, 131072, 8192, 291, 290, 2 },
+  { 2, 131072, 32768, 291, 290, 0 },
+  { 3, 512, 1, 293, 294, 0 },
+  { 3, 512, 8, 295, 296, 0 },
+  { 3, 512, 32, 297, 296, 0 },
+  { 3, 512, 128, 295, 296, 0 },
+  { 3, 512, 512, 298, 296, 0 },
+  { 3, 512, 2048, 299, 296, 0 },
+  { 3, 512, 8192, 300, 296, 0 },
+  { 3, 512, 32768, 301, 296, 0 },
+  { 3, 768, 1, 302, 303, 0 },
+  { 3, 768, 8, 304, 296, 0 },
+  { 3, 768, 32, 304, 296, 0 },
+  { 3, 768, 128, 304, 296, 0 },
+  { 3, 768, 512, 305, 296, 0 },
+  { 3, 768, 2048, 306, 296, 0 },
+  { 3, 768, 8192, 307, 296, 0 },
+  { 3, 768, 32768, 308, 309, 0 },
+  { 3, 1024, 1, 310, 303, 0 },
+  { 3, 1024, 8, 311, 296, 0 },
+  { 3, 1024, 32, 311, 296, 0 },
+  { 3, 1024, 128, 311, 296, 0 },
+  { 3, 1024, 512, 312, 296, 0 },
+  { 3, 1024, 2048, 313, 296, 0 },
+  { 3, 1024, 8192, 314, 296, 0 },
+  { 3, 1024, 32768, 315, 316, 0 },
+  { 3, 1536, 1, 317, 318, 0 },
+  { 3, 1536, 8, 317, 318, 0 },
+  { 3, 1536, 32, 317, 318, 0 },
+  { 3, 1536, 128, 317, 296, 0 },
+  { 3, 1536, 512, 319, 296, 0 },
+  { 3, 1536, 2048, 320, 296, 0 },
+  { 3, 1536, 8192, 320, 296, 1 },
+  { 3, 1536, 32768, 321, 322, 0 },
+  { 3, 2048, 1, 323, 296, 0 },
+  { 3, 2048, 8, 324, 296, 0 },
+  { 3, 2048, 32, 323, 296, 0 },
+  { 3, 2048, 128, 323, 296, 0 },
+  { 3, 2048, 512, 325, 296, 0 },
+  { 3, 2048, 2048, 326, 296, 1 },
+  { 3, 2048, 8192, 327, 296, 0 },
+  { 3, 2048, 32768, 328, 328, 0 },
+  { 3, 2560, 1, 329, 330, 0 },
+  { 3, 2560, 8, 329, 331, 0 },
+  { 3, 2560, 32, 329, 332, 0 },
+  { 3, 2560, 128, 333, 331, 0 },
+  { 3, 2560, 512, 334, 335, 0 },
+  { 3, 2560, 2048, 336, 335, 1 },
+  { 3, 2560, 8192, 337, 335, 0 },
+  { 3, 2560, 32768, 338, 339, 0 },
+  { 3, 3072, 1, 340, 331, 0 },
+  { 3, 3072, 8, 340, 331, 0 },
+  { 3, 3072, 32, 340, 332, 0 },
+  { 3, 3072, 128, 340, 331, 1 },
+  { 3, 3072, 512, 341, 335, 0 },
+  { 3, 3072, 2048, 342, 335, 0 },
+  { 3, 3072, 8192, 343, 339, 0 },
+  { 3, 3072, 32768, 344, 339, 0 },
+  { 3, 4096, 1, 345, 335, 0 },
+  { 3, 4096, 8, 345, 335, 0 },
+  { 3, 4096, 32, 346, 335, 1 },
+  { 3, 4096, 128, 346, 335, 0 },
+  { 3, 4096, 512, 347, 335, 0 },
+  { 3, 4096, 2048, 348, 335, 0 },
+  { 3, 4096, 8192, 349, 335, 0 },
+  { 3, 4096, 32768, 350, 335, 0 },
+  { 3, 5120, 1, 351, 352, 0 },
+  { 3, 5120, 8, 351, 352, 0 },
+  { 3, 5120, 32, 353, 353, 1 },
+  { 3, 5120, 128, 351, 354, 1 },
+  { 3, 5120, 512, 355, 352, 0 },
+  { 3, 5120, 2048, 356, 352, 1 },
+  { 3, 5120, 8192, 355, 352, 0 },
+  { 3, 5120, 32768, 357, 352, 0 },
+  { 3, 6144, 1, 358, 352, 0 },
+  { 3, 6144, 8, 358, 352, 1 },
+  { 3, 6144, 32, 353, 353, 1 },
+  { 3, 6144, 128, 359, 354, 1 },
+  { 3, 6144, 512, 360, 352, 0 },
+  { 3, 6144, 2048, 361, 352, 1 },
+  { 3, 6144, 8192, 362, 352, 0 },
+  { 3, 6144, 32768, 363, 363, 0 },
+  { 3, 7168, 1, 364, 365, 0 },
+  { 3, 7168, 8, 364, 366, 1 },
+  { 3, 7168, 32, 367, 354, 1 },
+  { 3, 7168, 128, 367, 354, 1 },
+  { 3, 7168, 512, 368, 366, 0 },
+  { 3, 7168, 2048, 369, 366, 0 },
+  { 3, 7168, 8192, 368, 366, 0 },
+  { 3, 7168, 32768, 363, 363, 0 },
+  { 3, 8192, 1, 370, 371, 0 },
+  { 3, 8192, 8, 370, 366, 0 },
+  { 3, 8192, 32, 370, 366, 1 },
+  { 3, 8192, 128, 372, 373, 1 },
+  { 3, 8192, 512, 374, 375, 0 },
+  { 3, 8192, 2048, 376, 366, 0 },
+  { 3, 8192, 8192, 377, 366, 0 },
+  { 3, 8192, 32768, 378, 378, 0 },
+  { 3, 12288, 1, 379, 380, 0 },
+  { 3, 12288, 8, 379, 381, 0 },
+  { 3, 12288, 32, 382, 383, 0 },
+  { 3, 12288, 128, 380, 380, 0 },
+  { 3, 12288, 512, 384, 383, 0 },
+  { 3, 12288, 2048, 385, 383, 0 },
+  { 3, 12288, 8192, 386, 383, 0 },
+  { 3, 12288, 32768, 386, 383, 0 },
+  { 3, 16384, 1, 387, 388, 0 },
+  { 3, 16384, 8, 387, 388, 0 },
+  { 3, 16384, 32, 387, 388, 1 },
+  { 3, 16384, 128, 389, 380, 0 },
+  { 3, 16384, 512, 390, 388, 0 },
+  { 3, 16384, 2048, 391, 388, 0 },
+  { 3, 16384, 8192, 392, 388, 0 },
+  { 3, 16384, 32768, 392, 388, 0 },
+  { 3, 32768, 1, 393, 378, 0 },
+  { 3, 32768, 8, 393, 394, 0 },
+  { 3, 32768, 32, 395, 394, 1 },
+  { 3, 32768, 128, 396, 397, 1 },
+  { 3, 32768, 512, 398, 378, 0 },
+  { 3, 32768, 2048, 399, 400, 0 },
+  { 3, 32768, 8192, 399, 400, 0 },
+  { 3, 32768, 32768, 399, 400, 0 },
+  { 3, 65536, 1, 401, 402, 0 },
+  { 3, 65536, 8, 401, 402, 1 },
+  { 3, 65536, 32, 403, 402, 0 },
+  { 3, 65536, 128, 404, 378, 1 },
+  { 3, 65536, 512, 405, 378, 0 },
+  { 3, 65536, 2048, 406, 406, 0 },
+  { 3, 65536, 8192, 406, 406, 0 },
+  { 3, 65536, 32768, 406, 406, 0 },
+  { 3, 131072, 1, 407, 408, 0 },
+  { 3, 131072, 8, 407, 408, 1 },
+  { 3, 131072, 32, 409, 378, 1 },
+  { 3, 131072, 128, 409, 378, 0 },
+  { 3, 131072, 512, 410, 378, 0 },
+  { 3, 131072, 2048, 411, 378, 0 },
+  { 3, 131072, 8192, 412, 406, 0 },
+  { 3, 131072, 32768, 412, 406, 0 },
+  { 4, 512, 1, 414, 415, 0 },
+  { 4, 512, 8, 416, 415, 0 },
+  { 4, 512, 32, 416, 415, 0 },
+  { 4, 512, 128, 416, 415, 0 },
+  { 4, 512, 512, 417, 415, 0 },
+  { 4, 512, 2048, 418, 418, 0 },
+  { 4, 512, 8192, 419, 415, 0 },
+  { 4, 512, 32768, 418, 418, 0 },
+  { 4, 768, 1, 420, 415, 0 },
+  { 4, 768, 8, 420, 415, 0 },
+  { 4, 768, 32, 420, 415, 0 },
+  { 4, 768, 128, 420, 415, 0 },
+  { 4, 768, 512, 421, 415, 1 },
+  { 4, 768, 2048, 422, 423, 0 },
+  { 4, 768, 8192, 424, 415, 0 },
+  { 4, 768, 32768, 421, 425, 0 },
+  { 4, 1024, 1, 426, 415, 0 },
+  { 4, 1024, 8, 426, 415, 0 },
+  { 4, 1024, 32, 426, 415, 0 },
+  { 4, 1024, 128, 426, 415, 0 },
+  { 4, 1024, 512, 415, 415, 0 },
+  { 4, 1024, 2048, 427, 427, 1 },
+  { 4, 1024, 8192, 428, 415, 0 },
+  { 4, 1024, 32768, 429, 429, 0 },
+  { 4, 1536, 1, 430, 415, 0 },
+  { 4, 1536, 8, 431, 415, 0 },
+  { 4, 1536, 32, 430, 415, 0 },
+  { 4, 1536, 128, 431, 415, 1 },
+  { 4, 1536, 512, 432, 415, 0 },
+  { 4, 1536, 2048, 433, 415, 1 },
+  { 4, 1536, 8192, 434, 415, 0 },
+  { 4, 1536, 32768, 435, 435, 0 },
+  { 4, 2048, 1, 436, 415, 0 },
+  { 4, 2048, 8, 436, 415, 0 },
+  { 4, 2048, 32, 436, 415, 0 },
+  { 4, 2048, 128, 436, 415, 1 },
+  { 4, 2048, 512, 415, 415, 0 },
+  { 4, 2048, 2048, 437, 415, 0 },
+  { 4, 2048, 8192, 415, 415, 0 },
+  { 4, 2048, 32768, 415, 415, 0 },
+  { 4, 2560, 1, 438, 439, 0 },
+  { 4, 2560, 8, 440, 439, 1 },
+  { 4, 2560, 32, 438, 439, 1 },
+  { 4, 2560, 128, 440, 439, 1 },
+  { 4, 2560, 512, 441, 439, 0 },
+  { 4, 2560, 2048, 442, 439, 1 },
+  { 4, 2560, 8192, 443, 439, 0 },
+  { 4, 2560, 32768, 443, 439, 0 },
+  { 4, 3072, 1, 444, 439, 0 },
+  { 4, 3072, 8, 444, 439, 1 },
+  { 4, 3072, 32, 444, 439, 1 },
+  { 4, 3072, 128, 445, 439, 1 },
+  { 4, 3072, 512, 446, 447, 0 },
+  { 4, 3072, 2048, 448, 439, 0 },
+  { 4, 3072, 8192, 439, 439, 0 },
+  { 4, 3072, 32768, 439, 439, 0 },
+  { 4, 4096, 1, 449, 439, 1 },
+  { 4, 4096, 8, 449, 439, 1 },
+  { 4, 4096, 32, 449, 439, 1 },
+  { 4, 4096, 128, 450, 439, 1 },
+  { 4, 4096, 512, 451, 451, 0 },
+  { 4, 4096, 2048, 450, 439, 0 },
+  { 4, 4096, 8192, 439, 439, 0 },
+  { 4, 4096, 32768, 439, 439, 0 },
+  { 4, 5120, 1, 452, 453, 1 },
+  { 4, 5120, 8, 452, 453, 1 },
+  { 4, 5120, 32, 454, 453, 1 },
+  { 4, 5120, 128, 455, 455, 1 },
+  { 4, 5120, 512, 456, 457, 0 },
+  { 4, 5120, 2048, 458, 453, 0 },
+  { 4, 5120, 8192, 459, 453, 0 },
+  { 4, 5120, 32768, 460, 460, 0 },
+  { 4, 6144, 1, 461, 453, 1 },
+  { 4, 6144, 8, 461, 453, 1 },
+  { 4, 6144, 32, 462, 463, 1 },
+  { 4, 6144, 128, 455, 455, 1 },
+  { 4, 6144, 512, 464, 457, 0 },
+  { 4, 6144, 2048, 465, 453, 0 },
+  { 4, 6144, 8192, 460, 460, 0 },
+  { 4, 6144, 32768, 460, 460, 0 },
+  { 4, 7168, 1, 466, 467, 1 },
+  { 4, 7168, 8, 466, 467, 1 },
+  { 4, 7168, 32, 468, 463, 1 },
+  { 4, 7168, 128, 455, 455, 1 },
+  { 4, 7168, 512, 469, 470, 0 },
+  { 4, 7168, 2048, 471, 467, 0 },
+  { 4, 7168, 8192, 472, 472, 0 },
+  { 4, 7168, 32768, 472, 472, 0 },
+  { 4, 8192, 1, 473, 467, 0 },
+  { 4, 8192, 8, 474, 467, 1 },
+  { 4, 8192, 32, 475, 467, 1 },
+  { 4, 8192, 128, 455, 455, 1 },
+  { 4, 8192, 512, 476, 467, 1 },
+  { 4, 8192, 2048, 477, 467, 0 },
+  { 4, 8192, 8192, 472, 472, 0 },
+  { 4, 8192, 32768, 472, 472, 0 },
+  { 4, 12288, 1, 478, 479, 1 },
+  { 4, 12288, 8, 478, 479, 1 },
+  { 4, 12288, 32, 480, 479, 1 },
+  { 4, 12288, 128, 480, 479, 1 },
+  { 4, 12288, 512, 480, 481, 0 },
+  { 4, 12288, 2048, 482, 479, 0 },
+  { 4, 12288, 8192, 483, 483, 0 },
+  { 4, 12288, 32768, 483, 483, 0 },
+  { 4, 16384, 1, 484, 485, 1 },
+  { 4, 16384, 8, 484, 485, 1 },
+  { 4, 16384, 32, 486, 485, 1 },
+  { 4, 16384, 128, 487, 488, 1 },
+  { 4, 16384, 512, 487, 485, 0 },
+  { 4, 16384, 2048, 483, 483, 0 },
+  { 4, 16384, 8192, 483, 483, 0 },
+  { 4, 16384, 32768, 489, 489, 0 },
+  { 4, 32768, 1, 490, 491, 1 },
+  { 4, 32768, 8, 490, 491, 1 },
+  { 4, 32768, 32, 492, 492, 1 },
+  { 4, 32768, 128, 493, 491, 1 },
+  { 4, 32768, 512, 493, 494, 0 },
+  { 4, 32768, 2048, 494, 494, 0 },
+  { 4, 32768, 8192, 494, 494, 0 },
+  { 4, 32768, 32768, 494, 494, 0 },
+  { 4, 65536, 1, 495, 491, 1 },
+  { 4, 65536, 8, 495, 496, 1 },
+  { 4, 65536, 32, 495, 496, 1 },
+  { 4, 65536, 128, 497, 491, 0 },
+  { 4, 65536, 512, 498, 498, 0 },
+  { 4, 65536, 2048, 498, 498, 0 },
+  { 4, 65536, 8192, 498, 498, 0 },
+  { 4, 65536, 32768, 498, 498, 0 },
+  { 4, 131072, 1, 499, 491, 1 },
+  { 4, 131072, 8, 500, 491, 1 },
+  { 4, 131072, 32, 501, 491, 1 },
+  { 4, 131072, 128, 501, 491, 0 },
+  { 4, 131072, 512, 501, 491, 0 },
+  { 4, 131072, 2048, 502, 498, 0 },
+  { 4, 131072, 8192, 502, 498, 0 },
+  { 4, 131072, 32768, 502, 498, 0 },
+  { 5, 512, 1, 504, 505, 0 },
+  { 5, 512, 8, 506, 505, 0 },
+  { 5, 512, 32, 506, 505, 0 },
+  { 5, 512, 128, 507, 505, 0 },
+  { 5, 512, 512, 508, 505, 0 },
+  { 5, 512, 2048, 509, 505, 0 },
+  { 5, 512, 8192, 510, 505, 1 },
+  { 5, 512, 32768, 511, 505, 0 },
+  { 5, 768, 1, 512, 505, 1 },
+  { 5, 768, 8, 513, 505, 0 },
+  { 5, 768, 32, 513, 505, 0 },
+  { 5, 768, 128, 513, 505, 0 },
+  { 5, 768, 512, 514, 505, 0 },
+  { 5, 768, 2048, 515, 505, 0 },
+  { 5, 768, 8192, 516, 505, 1 },
+  { 5, 768, 32768, 517, 505, 0 },
+  { 5, 1024, 1, 518, 505, 0 },
+  { 5, 1024, 8, 519, 505, 0 },
+  { 5, 1024, 32, 519, 505, 0 },
+  { 5, 1024, 128, 519, 505, 0 },
+  { 5, 1024, 512, 520, 505, 0 },
+  { 5, 1024, 2048, 521, 505, 0 },
+  { 5, 1024, 8192, 522, 505, 1 },
+  { 5, 1024, 32768, 523, 524, 0 },
+  { 5, 1536, 1, 525, 505, 0 },
+  { 5, 1536, 8, 526, 505, 0 },
+  { 5, 1536, 32, 526, 505, 0 },
+  { 5, 1536, 128, 525, 505, 0 },
+  { 5, 1536, 512, 527, 505, 0 },
+  { 5, 1536, 2048, 528, 505, 0 },
+  { 5, 1536, 8192, 529, 505, 1 },
+  { 5, 1536, 32768, 530, 531, 0 },
+  { 5, 2048, 1, 532, 505, 0 },
+  { 5, 2048, 8, 533, 505, 0 },
+  { 5, 2048, 32, 532, 505, 0 },
+  { 5, 2048, 128, 532, 505, 0 },
+  { 5, 2048, 512, 534, 505, 0 },
+  { 5, 2048, 2048, 535, 505, 1 },
+  { 5, 2048, 8192, 536, 505, 0 },
+  { 5, 2048, 32768, 537, 537, 0 },
+  { 5, 2560, 1, 538, 539, 0 },
+  { 5, 2560, 8, 538, 539, 0 },
+  { 5, 2560, 32, 538, 539, 0 },
+  { 5, 2560, 128, 540, 541, 0 },
+  { 5, 2560, 512, 542, 539, 0 },
+  { 5, 2560, 2048, 543, 539, 0 },
+  { 5, 2560, 8192, 544, 545, 0 },
+  { 5, 2560, 32768, 544, 545, 0 },
+  { 5, 3072, 1, 546, 539, 0 },
+  { 5, 3072, 8, 546, 539, 0 },
+  { 5, 3072, 32, 546, 539, 0 },
+  { 5, 3072, 128, 546, 541, 1 },
+  { 5, 3072, 512, 547, 539, 0 },
+  { 5, 3072, 2048, 548, 539, 1 },
+  { 5, 3072, 8192, 549, 545, 0 },
+  { 5, 3072, 32768, 549, 545, 0 },
+  { 5, 4096, 1, 550, 539, 0 },
+  { 5, 4096, 8, 550, 539, 0 },
+  { 5, 4096, 32, 551, 539, 1 },
+  { 5, 4096, 128, 550, 539, 0 },
+  { 5, 4096, 512, 552, 539, 0 },
+  { 5, 4096, 2048, 553, 539, 0 },
+  { 5, 4096, 8192, 554, 539, 0 },
+  { 5, 4096, 32768, 555, 539, 0 },
+  { 5, 5120, 1, 556, 557, 0 },
+  { 5, 5120, 8, 556, 557, 0 },
+  { 5, 5120, 32, 556, 558, 1 },
+  { 5, 5120, 128, 556, 559, 1 },
+  { 5, 5120, 512, 560, 557, 0 },
+  { 5, 5120, 2048, 561, 557, 1 },
+  { 5, 5120, 8192, 560, 557, 0 },
+  { 5, 5120, 32768, 562, 557, 0 },
+  { 5, 6144, 1, 563, 557, 0 },
+  { 5, 6144, 8, 563, 557, 1 },
+  { 5, 6144, 32, 563, 557, 1 },
+  { 5, 6144, 128, 564, 559, 1 },
+  { 5, 6144, 512, 565, 557, 0 },
+  { 5, 6144, 2048, 566, 557, 1 },
+  { 5, 6144, 8192, 567, 557, 0 },
+  { 5, 6144, 32768, 568, 557, 0 },
+  { 5, 7168, 1, 569, 570, 1 },
+  { 5, 7168, 8, 569, 570, 1 },
+  { 5, 7168, 32, 571, 558, 1 },
+  { 5, 7168, 128, 571, 559, 1 },
+  { 5, 7168, 512, 572, 570, 0 },
+  { 5, 7168, 2048, 573, 570, 0 },
+  { 5, 7168, 8192, 574, 570, 0 },
+  { 5, 7168, 32768, 575, 570, 0 },
+  { 5, 8192, 1, 576, 570, 0 },
+  { 5, 8192, 8, 576, 570, 0 },
+  { 5, 8192, 32, 577, 570, 1 },
+  { 5, 8192, 128, 578, 570, 1 },
+  { 5, 8192, 512, 579, 570, 0 },
+  { 5, 8192, 2048, 580, 570, 0 },
+  { 5, 8192, 8192, 581, 570, 0 },
+  { 5, 8192, 32768, 582, 570, 0 },
+  { 5, 12288, 1, 583, 584, 0 },
+  { 5, 12288, 8, 583, 585, 0 },
+  { 5, 12288, 32, 586, 586, 0 },
+  { 5, 12288, 128, 587, 584, 1 },
+  { 5, 12288, 512, 588, 584, 0 },
+  { 5, 12288, 2048, 589, 584, 0 },
+  { 5, 12288, 8192, 590, 584, 0 },
+  { 5, 12288, 32768, 590, 584, 0 },
+  { 5, 16384, 1, 591, 592, 0 },
+  { 5, 16384, 8, 591, 592, 1 },
+  { 5, 16384, 32, 593, 592, 1 },
+  { 5, 16384, 128, 594, 592, 0 },
+  { 5, 16384, 512, 595, 592, 1 },
+  { 5, 16384, 2048, 596, 592, 0 },
+  { 5, 16384, 8192, 597, 592, 0 },
+  { 5, 16384, 32768, 597, 598, 0 },
+  { 5, 32768, 1, 599, 600, 0 },
+  { 5, 32768, 8, 599, 600, 0 },
+  { 5, 32768, 32, 601, 602, 1 },
+  { 5, 32768, 128, 603, 600, 1 },
+  { 5, 32768, 512, 604, 600, 0 },
+  { 5, 32768, 2048, 605, 606, 0 },
+  { 5, 32768, 8192, 605, 606, 0 },
+  { 5, 32768, 32768, 605, 606, 0 },
+  { 5, 65536, 1, 607, 600, 0 },
+  { 5, 65536, 8, 608, 600, 1 },
+  { 5, 65536, 32, 608, 600, 0 },
+  { 5, 65536, 128, 609, 600, 0 },
+  { 5, 65536, 512, 610, 600, 0 },
+  { 5, 65536, 2048, 611, 612, 0 },
+  { 5, 65536, 8192, 611, 612, 0 },
+  { 5, 65536, 32768, 611, 612, 0 },
+  { 5, 131072, 1, 613, 600, 0 },
+  { 5, 131072, 8, 614, 600, 1 },
+  { 5, 131072, 32, 615, 600, 1 },
+  { 5, 131072, 128, 615, 600, 0 },
+  { 5, 131072, 512, 616, 600, 0 },
+  { 5, 131072, 2048, 617, 600, 0 },
+  { 5, 131072, 8192, 618, 612, 0 },
+  { 5, 131072, 32768, 618, 612, 0 },
+  { 6, 512, 1, 620, 621, 0 },
+  { 6, 512, 8, 622, 621, 0 },
+  { 6, 512, 32, 622, 621, 0 },
+  { 6, 512, 128, 622, 621, 0 },
+  { 6, 512, 512, 623, 621, 1 },
+  { 6, 512, 2048, 624, 625, 0 },
+  { 6, 512, 8192, 626, 621, 1 },
+  { 6, 512, 32768, 625, 625, 0 },
+  { 6, 768, 1, 627, 621, 0 },
+  { 6, 768, 8, 627, 621, 0 },
+  { 6, 768, 32, 627, 621, 0 },
+  { 6, 768, 128, 628, 621, 0 },
+  { 6, 768, 512, 629, 621, 0 },
+  { 6, 768, 2048, 630, 631, 0 },
+  { 6, 768, 8192, 630, 621, 0 },
+  { 6, 768, 32768, 629, 632, 0 },
+  { 6, 1024, 1, 633, 621, 0 },
+  { 6, 1024, 8, 633, 621, 0 },
+  { 6, 1024, 32, 633, 621, 0 },
+  { 6, 1024, 128, 633, 621, 0 },
+  { 6, 1024, 512, 634, 621, 0 },
+  { 6, 1024, 2048, 635, 635, 1 },
+  { 6, 1024, 8192, 636, 621, 0 },
   { 6, 1024, 32768, 637, 637, 0 },
-  { 6, 1536, 1, 638, 622, 0 },
-  { 6, 1536, 8, 638, 622, 0 },
-  { 6, 1536, 32, 638, 622, 0 },
-  { 6, 1536, 128, 638, 622, 1 },
-  { 6, 1536, 512, 638, 622, 0 },
-  { 6, 1536, 2048, 639, 622, 1 },
-  { 6, 1536, 8192, 638, 622, 0 },
-  { 6, 1536, 32768, 638, 622, 0 },
-  { 6, 2048, 1, 640, 622, 0 },
-  { 6, 2048, 8, 640, 622, 0 },
-  { 6, 2048, 32, 640, 622, 0 },
-  { 6, 2048, 128, 641, 622, 1 },
-  { 6, 2048, 512, 640, 622, 0 },
-  { 6, 2048, 2048, 642, 622, 0 },
-  { 6, 2048, 8192, 643, 643, 0 },
-  { 6, 2048, 32768, 643, 643, 0 },
-  { 6, 2560, 1, 644, 645, 0 },
-  { 6, 2560, 8, 644, 645, 0 },
-  { 6, 2560, 32, 644, 645, 1 },
-  { 6, 2560, 128, 646, 645, 1 },
-  { 6, 2560, 512, 644, 645, 0 },
-  { 6, 2560, 2048, 647, 645, 1 },
-  { 6, 2560, 8192, 648, 645, 0 },
-  { 6, 2560, 32768, 649, 649, 0 },
-  { 6, 3072, 1, 650, 645, 0 },
-  { 6, 3072, 8, 650, 645, 0 },
-  { 6, 3072, 32, 651, 645, 1 },
-  { 6, 3072, 128, 652, 645, 1 },
-  { 6, 3072, 512, 650, 645, 0 },
-  { 6, 3072, 2048, 651, 645, 0 },
-  { 6, 3072, 8192, 649, 649, 0 },
-  { 6, 3072, 32768, 649, 649, 0 },
-  { 6, 4096, 1, 653, 645, 1 },
-  { 6, 4096, 8, 653, 645, 1 },
-  { 6, 4096, 32, 654, 645, 1 },
-  { 6, 4096, 128, 653, 645, 1 },
-  { 6, 4096, 512, 655, 655, 0 },
-  { 6, 4096, 2048, 656, 645, 0 },
-  { 6, 4096, 8192, 645, 645, 0 },
-  { 6, 4096, 32768, 645, 645, 0 },
-  { 6, 5120, 1, 657, 658, 1 },
-  { 6, 5120, 8, 657, 658, 1 },
-  { 6, 5120, 32, 659, 660, 0 },
-  { 6, 5120, 128, 659, 660, 1 },
-  { 6, 5120, 512, 661, 662, 0 },
-  { 6, 5120, 2048, 663, 658, 0 },
-  { 6, 5120, 8192, 664, 658, 0 },
-  { 6, 5120, 32768, 664, 658, 0 },
-  { 6, 6144, 1, 665, 658, 1 },
-  { 6, 6144, 8, 665, 658, 1 },
-  { 6, 6144, 32, 666, 660, 0 },
-  { 6, 6144, 128, 667, 660, 1 },
-  { 6, 6144, 512, 668, 658, 0 },
-  { 6, 6144, 2048, 669, 658, 0 },
-  { 6, 6144, 8192, 658, 658, 0 },
-  { 6, 6144, 32768, 658, 658, 0 },
-  { 6, 7168, 1, 670, 671, 1 },
-  { 6, 7168, 8, 670, 671, 1 },
-  { 6, 7168, 32, 672, 660, 0 },
-  { 6, 7168, 128, 673, 660, 1 },
-  { 6, 7168, 512, 674, 675, 0 },
-  { 6, 7168, 2048, 676, 671, 0 },
-  { 6, 7168, 8192, 676, 671, 0 },
-  { 6, 7168, 32768, 676, 671, 0 },
-  { 6, 8192, 1, 677, 671, 0 },
-  { 6, 8192, 8, 677, 671, 0 },
-  { 6, 8192, 32, 678, 671, 1 },
-  { 6, 8192, 128, 679, 671, 1 },
-  { 6, 8192, 512, 680, 675, 0 },
-  { 6, 8192, 2048, 681, 671, 0 },
-  { 6, 8192, 8192, 681, 671, 0 },
-  { 6, 8192, 32768, 681, 671, 0 },
-  { 6, 12288, 1, 682, 683, 0 },
-  { 6, 12288, 8, 682, 683, 1 },
-  { 6, 12288, 32, 684, 685, 1 },
-  { 6, 12288, 128, 684, 683, 1 },
-  { 6, 12288, 512, 684, 686, 1 },
-  { 6, 12288, 2048, 687, 683, 0 },
-  { 6, 12288, 8192, 687, 683, 0 },
-  { 6, 12288, 32768, 688, 683, 0 },
-  { 6, 16384, 1, 689, 690, 0 },
-  { 6, 16384, 8, 689, 690, 1 },
-  { 6, 16384, 32, 691, 690, 0 },
-  { 6, 16384, 128, 691, 690, 1 },
-  { 6, 16384, 512, 692, 690, 0 },
-  { 6, 16384, 2048, 693, 690, 0 },
-  { 6, 16384, 8192, 694, 690, 0 },
-  { 6, 16384, 32768, 694, 690, 0 },
-  { 6, 32768, 1, 695, 696, 1 },
-  { 6, 32768, 8, 695, 696, 1 },
-  { 6, 32768, 32, 697, 698, 1 },
-  { 6, 32768, 128, 699, 696, 0 },
-  { 6, 32768, 512, 699, 696, 0 },
-  { 6, 32768, 2048, 700, 696, 0 },
-  { 6, 32768, 8192, 700, 701, 0 },
-  { 6, 32768, 32768, 700, 696, 0 },
-  { 6, 65536, 1, 702, 696, 1 },
-  { 6, 65536, 8, 703, 704, 1 },
-  { 6, 65536, 32, 703, 696, 1 },
-  { 6, 65536, 128, 705, 696, 0 },
-  { 6, 65536, 512, 705, 696, 0 },
-  { 6, 65536, 2048, 706, 696, 0 },
-  { 6, 65536, 8192, 706, 696, 0 },
-  { 6, 65536, 32768, 706, 696, 0 },
-  { 6, 131072, 1, 707, 696, 1 },
-  { 6, 131072, 8, 708, 696, 0 },
-  { 6, 131072, 32, 709, 696, 0 },
-  { 6, 131072, 128, 709, 696, 0 },
-  { 6, 131072, 512, 709, 696, 0 },
-  { 6, 131072, 2048, 710, 696, 0 },
-  { 6, 131072, 8192, 710, 696, 0 },
-  { 6, 131072, 32768, 710, 696, 0 },
-  { 7, 512, 1, 712, 713, 0 },
-  { 7, 512, 8, 714, 713, 0 },
-  { 7, 512, 32, 714, 713, 0 },
-  { 7, 512, 128, 715, 713, 0 },
-  { 7, 512, 512, 716, 716, 0 },
-  { 7, 512, 2048, 717, 718, 0 },
-  { 7, 512, 8192, 717, 719, 0 },
-  { 7, 512, 32768, 720, 720, 0 },
-  { 7, 768, 1, 721, 713, 0 },
-  { 7, 768, 8, 721, 713, 0 },
-  { 7, 768, 32, 722, 722, 0 },
-  { 7, 768, 128, 721, 713, 0 },
-  { 7, 768, 512, 723, 723, 0 },
-  { 7, 768, 2048, 721, 724, 0 },
-  { 7, 768, 8192, 725, 726, 0 },
-  { 7, 768, 32768, 727, 727, 0 },
-  { 7, 1024, 1, 728, 713, 0 },
-  { 7, 1024, 8, 728, 713, 0 },
-  { 7, 1024, 32, 728, 713, 0 },
-  { 7, 1024, 128, 728, 713, 0 },
-  { 7, 1024, 512, 729, 713, 0 },
-  { 7, 1024, 2048, 730, 724, 1 },
-  { 7, 1024, 8192, 728, 713, 0 },
-  { 7, 1024, 32768, 731, 731, 0 },
-  { 7, 1536, 1, 732, 733, 0 },
-  { 7, 1536, 8, 732, 734, 0 },
-  { 7, 1536, 32, 732, 735, 0 },
-  { 7, 1536, 128, 736, 736, 0 },
-  { 7, 1536, 512, 732, 734, 0 },
-  { 7, 1536, 2048, 737, 738, 0 },
-  { 7, 1536, 8192, 739, 739, 0 },
-  { 7, 1536, 32768, 739, 739, 0 },
-  { 7, 2048, 1, 740, 733, 0 },
-  { 7, 2048, 8, 740, 735, 0 },
-  { 7, 2048, 32, 740, 733, 0 },
-  { 7, 2048, 128, 740, 736, 0 },
-  { 7, 2048, 512, 741, 733, 0 },
-  { 7, 2048, 2048, 742, 742, 1 },
-  { 7, 2048, 8192, 743, 743, 0 },
-  { 7, 2048, 32768, 744, 744, 0 },
-  { 7, 2560, 1, 745, 746, 0 },
-  { 7, 2560, 8, 745, 747, 0 },
-  { 7, 2560, 32, 748, 748, 1 },
-  { 7, 2560, 128, 749, 750, 0 },
-  { 7, 2560, 512, 745, 747, 0 },
-  { 7, 2560, 2048, 751, 751, 0 },
-  { 7, 2560, 8192, 752, 752, 0 },
-  { 7, 2560, 32768, 752, 752, 0 },
-  { 7, 3072, 1, 753, 746, 0 },
-  { 7, 3072, 8, 753, 747, 0 },
-  { 7, 3072, 32, 754, 754, 1 },
-  { 7, 3072, 128, 755, 756, 0 },
-  { 7, 3072, 512, 755, 756, 0 },
-  { 7, 3072, 2048, 757, 757, 0 },
-  { 7, 3072, 8192, 758, 758, 0 },
-  { 7, 3072, 32768, 758, 758, 0 },
-  { 7, 4096, 1, 759, 760, 0 },
-  { 7, 4096, 8, 761, 760, 0 },
-  { 7, 4096, 32, 762, 760, 1 },
-  { 7, 4096, 128, 761, 760, 1 },
-  { 7, 4096, 512, 761, 756, 0 },
-  { 7, 4096, 2048, 761, 760, 0 },
-  { 7, 4096, 8192, 752, 752, 0 },
-  { 7, 4096, 32768, 758, 758, 0 },
-  { 7, 5120, 1, 763, 764, 1 },
-  { 7, 5120, 8, 763, 765, 0 },
-  { 7, 5120, 32, 763, 766, 1 },
-  { 7, 5120, 128, 763, 767, 1 },
-  { 7, 5120, 512, 763, 767, 1 },
-  { 7, 5120, 2048, 768, 764, 0 },
-  { 7, 5120, 8192, 758, 758, 0 },
-  { 7, 5120, 32768, 769, 769, 0 },
-  { 7, 6144, 1, 770, 770, 1 },
-  { 7, 6144, 8, 770, 770, 1 },
-  { 7, 6144, 32, 771, 766, 0 },
-  { 7, 6144, 128, 771, 772, 1 },
-  { 7, 6144, 512, 773, 773, 0 },
-  { 7, 6144, 2048, 774, 774, 0 },
-  { 7, 6144, 8192, 775, 775, 0 },
-  { 7, 6144, 32768, 775, 775, 0 },
-  { 7, 7168, 1, 776, 776, 1 },
-  { 7, 7168, 8, 776, 776, 1 },
-  { 7, 7168, 32, 777, 778, 1 },
-  { 7, 7168, 128, 777, 779, 1 },
-  { 7, 7168, 512, 777, 780, 0 },
-  { 7, 7168, 2048, 781, 779, 0 },
-  { 7, 7168, 8192, 775, 775, 0 },
-  { 7, 7168, 32768, 775, 775, 0 },
-  { 7, 8192, 1, 782, 783, 0 },
-  { 7, 8192, 8, 784, 784, 1 },
-  { 7, 8192, 32, 785, 778, 0 },
-  { 7, 8192, 128, 786, 787, 0 },
-  { 7, 8192, 512, 788, 780, 1 },
-  { 7, 8192, 2048, 789, 783, 0 },
-  { 7, 8192, 8192, 790, 783, 0 },
-  { 7, 8192, 32768, 775, 775, 0 },
-  { 7, 12288, 1, 791, 791, 1 },
-  { 7, 12288, 8, 791, 791, 1 },
-  { 7, 12288, 32, 792, 793, 1 },
-  { 7, 12288, 128, 792, 793, 0 },
-  { 7, 12288, 512, 794, 794, 1 },
-  { 7, 12288, 2048, 795, 796, 0 },
-  { 7, 12288, 8192, 797, 797, 0 },
-  { 7, 12288, 32768, 797, 797, 0 },
-  { 7, 16384, 1, 798, 799, 0 },
-  { 7, 16384, 8, 800, 801, 1 },
-  { 7, 16384, 32, 802, 799, 1 },
-  { 7, 16384, 128, 802, 803, 0 },
-  { 7, 16384, 512, 804, 804, 2 },
-  { 7, 16384, 2048, 805, 799, 0 },
-  { 7, 16384, 8192, 797, 797, 0 },
-  { 7, 16384, 32768, 797, 797, 0 },
-  { 7, 32768, 1, 806, 758, 0 },
-  { 7, 32768, 8, 806, 807, 1 },
-  { 7, 32768, 32, 808, 809, 0 },
-  { 7, 32768, 128, 810, 810, 1 },
-  { 7, 32768, 512, 810, 810, 0 },
-  { 7, 32768, 2048, 811, 812, 0 },
-  { 7, 32768, 8192, 812, 812, 0 },
-  { 7, 32768, 32768, 811, 812, 0 },
-  { 7, 65536, 1, 813, 814, 1 },
-  { 7, 65536, 8, 815, 815, 1 },
-  { 7, 65536, 32, 816, 817, 1 },
-  { 7, 65536, 128, 818, 817, 0 },
-  { 7, 65536, 512, 817, 817, 0 },
-  { 7, 65536, 2048, 819, 820, 2 },
-  { 7, 65536, 8192, 812, 812, 0 },
-  { 7, 65536, 32768, 812, 812, 0 },
-  { 7, 131072, 1, 821, 822, 1 },
-  { 7, 131072, 8, 823, 824, 1 },
-  { 7, 131072, 32, 825, 758, 0 },
-  { 7, 131072, 128, 825, 758, 0 },
-  { 7, 131072, 512, 825, 758, 0 },
-  { 7, 131072, 2048, 825, 758, 0 },
-  { 7, 131072, 8192, 826, 758, 2 },
-  { 7, 131072, 32768, 825, 758, 0 },
-  { 8, 512, 1, 828, 829, 0 },
-  { 8, 512, 8, 828, 829, 0 },
-  { 8, 512, 32, 828, 829, 0 },
-  { 8, 512, 128, 828, 829, 0 },
-  { 8, 512, 512, 829, 829, 0 },
-  { 8, 512, 2048, 830, 830, 1 },
-  { 8, 512, 8192, 830, 830, 0 },
-  { 8, 512, 32768, 831, 831, 0 },
-  { 8, 768, 1, 832, 829, 0 },
-  { 8, 768, 8, 832, 829, 0 },
-  { 8, 768, 32, 832, 829, 0 },
-  { 8, 768, 128, 832, 829, 1 },
-  { 8, 768, 512, 829, 829, 0 },
-  { 8, 768, 2048, 833, 834, 1 },
-  { 8, 768, 8192, 829, 829, 0 },
-  { 8, 768, 32768, 829, 829, 0 },
-  { 8, 1024, 1, 835, 829, 0 },
-  { 8, 1024, 8, 835, 829, 0 },
-  { 8, 1024, 32, 835, 829, 0 },
-  { 8, 1024, 128, 835, 829, 1 },
-  { 8, 1024, 512, 829, 829, 0 },
-  { 8, 1024, 2048, 836, 836, 1 },
-  { 8, 1024, 8192, 829, 829, 0 },
-  { 8, 1024, 32768, 829, 829, 0 },
-  { 8, 1536, 1, 837, 838, 0 },
-  { 8, 1536, 8, 837, 839, 0 },
-  { 8, 1536, 32, 837, 838, 0 },
-  { 8, 1536, 128, 839, 839, 0 },
-  { 8, 1536, 512, 840, 838, 0 },
-  { 8, 1536, 2048, 841, 838, 1 },
-  { 8, 1536, 8192, 842, 842, 0 },
-  { 8, 1536, 32768, 842, 842, 0 },
-  { 8, 2048, 1, 843, 838, 0 },
-  { 8, 2048, 8, 843, 838, 0 },
-  { 8, 2048, 32, 843, 838, 1 },
-  { 8, 2048, 128, 839, 839, 1 },
-  { 8, 2048, 512, 839, 839, 1 },
-  { 8, 2048, 2048, 844, 838, 0 },
-  { 8, 2048, 8192, 845, 838, 0 },
-  { 8, 2048, 32768, 845, 838, 0 },
-  { 8, 2560, 1, 846, 847, 0 },
-  { 8, 2560, 8, 848, 847, 0 },
-  { 8, 2560, 32, 848, 849, 1 },
-  { 8, 2560, 128, 848, 850, 1 },
-  { 8, 2560, 512, 851, 850, 1 },
-  { 8, 2560, 2048, 851, 847, 0 },
-  { 8, 2560, 8192, 852, 847, 0 },
-  { 8, 2560, 32768, 852, 847, 0 },
-  { 8, 3072, 1, 853, 847, 0 },
-  { 8, 3072, 8, 854, 850, 0 },
-  { 8, 3072, 32, 854, 849, 1 },
-  { 8, 3072, 128, 854, 850, 1 },
-  { 8, 3072, 512, 855, 850, 1 },
-  { 8, 3072, 2048, 854, 847, 0 },
-  { 8, 3072, 8192, 856, 847, 0 },
-  { 8, 3072, 32768, 857, 847, 0 },
-  { 8, 4096, 1, 858, 859, 0 },
-  { 8, 4096, 8, 860, 861, 1 },
-  { 8, 4096, 32, 862, 849, 1 },
-  { 8, 4096, 128, 862, 861, 0 },
-  { 8, 4096, 512, 862, 861, 0 },
-  { 8, 4096, 2048, 863, 861, 0 },
-  { 8, 4096, 8192, 863, 861, 0 },
-  { 8, 4096, 32768, 864, 861, 0 },
-  { 8, 5120, 1, 865, 866, 1 },
-  { 8, 5120, 8, 865, 867, 1 },
-  { 8, 5120, 32, 868, 869, 0 },
-  { 8, 5120, 128, 868, 869, 0 },
-  { 8, 5120, 512, 868, 869, 1 },
-  { 8, 5120, 2048, 870, 870, 0 },
-  { 8, 5120, 8192, 870, 870, 0 },
-  { 8, 5120, 32768, 871, 867, 0 },
-  { 8, 6144, 1, 872, 866, 1 },
-  { 8, 6144, 8, 872, 873, 1 },
-  { 8, 6144, 32, 874, 869, 0 },
-  { 8, 6144, 128, 874, 875, 1 },
-  { 8, 6144, 512, 874, 869, 0 },
-  { 8, 6144, 2048, 870, 870, 0 },
-  { 8, 6144, 8192, 876, 877, 0 },
-  { 8, 6144, 32768, 876, 877, 0 },
-  { 8, 7168, 1, 878, 879, 1 },
-  { 8, 7168, 8, 878, 875, 1 },
-  { 8, 7168, 32, 880, 881, 1 },
-  { 8, 7168, 128, 880, 875, 0 },
-  { 8, 7168, 512, 878, 875, 1 },
-  { 8, 7168, 2048, 882, 883, 0 },
-  { 8, 7168, 8192, 884, 883, 0 },
-  { 8, 7168, 32768, 882, 883, 0 },
-  { 8, 8192, 1, 885, 886, 1 },
-  { 8, 8192, 8, 885, 887, 1 },
-  { 8, 8192, 32, 888, 886, 1 },
-  { 8, 8192, 128, 889, 875, 1 },
-  { 8, 8192, 512, 889, 886, 0 },
-  { 8, 8192, 2048, 890, 886, 0 },
-  { 8, 8192, 8192, 891, 886, 0 },
-  { 8, 8192, 32768, 892, 892, 0 },
-  { 8, 12288, 1, 893, 894, 1 },
-  { 8, 12288, 8, 893, 894, 1 },
-  { 8, 12288, 32, 895, 896, 0 },
-  { 8, 12288, 128, 895, 896, 1 },
-  { 8, 12288, 512, 895, 894, 0 },
-  { 8, 12288, 2048, 897, 898, 0 },
-  { 8, 12288, 8192, 897, 898, 0 },
-  { 8, 12288, 32768, 897, 898, 0 },
-  { 8, 16384, 1, 899, 900, 1 },
-  { 8, 16384, 8, 901, 902, 1 },
-  { 8, 16384, 32, 903, 900, 1 },
-  { 8, 16384, 128, 904, 905, 1 },
-  { 8, 16384, 512, 903, 906, 2 },
-  { 8, 16384, 2048, 907, 900, 0 },
-  { 8, 16384, 8192, 908, 908, 0 },
-  { 8, 16384, 32768, 908, 908, 0 },
-  { 8, 32768, 1, 909, 910, 1 },
-  { 8, 32768, 8, 911, 912, 1 },
-  { 8, 32768, 32, 910, 910, 0 },
-  { 8, 32768, 128, 909, 913, 0 },
-  { 8, 32768, 512, 914, 914, 0 },
-  { 8, 32768, 2048, 915, 916, 0 },
-  { 8, 32768, 8192, 917, 914, 0 },
-  { 8, 32768, 32768, 917, 916, 0 },
-  { 8, 65536, 1, 918, 919, 1 },
-  { 8, 65536, 8, 918, 920, 1 },
-  { 8, 65536, 32, 921, 922, 0 },
-  { 8, 65536, 128, 923, 923, 0 },
-  { 8, 65536, 512, 923, 923, 0 },
-  { 8, 65536, 2048, 914, 914, 0 },
-  { 8, 65536, 8192, 914, 914, 0 },
-  { 8, 65536, 32768, 914, 914, 0 },
-  { 8, 131072, 1, 924, 925, 0 },
-  { 8, 131072, 8, 924, 925, 0 },
-  { 8, 131072, 32, 926, 925, 0 },
-  { 8, 131072, 128, 926, 925, 0 },
-  { 8, 131072, 512, 926, 925, 0 },
-  { 8, 131072, 2048, 926, 925, 0 },
-  { 8, 131072, 8192, 926, 925, 2 },
-  { 8, 131072, 32768, 927, 927, 0 },
+  { 6, 1536, 1, 638, 621, 0 },
+  { 6, 1536, 8, 638, 621, 0 },
+  { 6, 1536, 32, 638, 621, 0 },
+  { 6, 1536, 128, 639, 621, 1 },
+  { 6, 1536, 512, 639, 621, 0 },
+  { 6, 1536, 2048, 640, 621, 0 },
+  { 6, 1536, 8192, 640, 621, 0 },
+  { 6, 1536, 32768, 639, 621, 0 },
+  { 6, 2048, 1, 641, 621, 0 },
+  { 6, 2048, 8, 642, 621, 0 },
+  { 6, 2048, 32, 641, 621, 0 },
+  { 6, 2048, 128, 642, 621, 1 },
+  { 6, 2048, 512, 643, 621, 0 },
+  { 6, 2048, 2048, 644, 621, 1 },
+  { 6, 2048, 8192, 643, 621, 0 },
+  { 6, 2048, 32768, 645, 645, 0 },
+  { 6, 2560, 1, 646, 647, 0 },
+  { 6, 2560, 8, 646, 647, 0 },
+  { 6, 2560, 32, 646, 647, 1 },
+  { 6, 2560, 128, 648, 647, 1 },
+  { 6, 2560, 512, 649, 647, 0 },
+  { 6, 2560, 2048, 650, 651, 0 },
+  { 6, 2560, 8192, 652, 647, 0 },
+  { 6, 2560, 32768, 653, 653, 0 },
+  { 6, 3072, 1, 654, 647, 0 },
+  { 6, 3072, 8, 654, 647, 0 },
+  { 6, 3072, 32, 654, 647, 1 },
+  { 6, 3072, 128, 655, 647, 1 },
+  { 6, 3072, 512, 656, 647, 0 },
+  { 6, 3072, 2048, 657, 647, 0 },
+  { 6, 3072, 8192, 653, 653, 0 },
+  { 6, 3072, 32768, 653, 653, 0 },
+  { 6, 4096, 1, 658, 647, 1 },
+  { 6, 4096, 8, 658, 647, 1 },
+  { 6, 4096, 32, 658, 647, 1 },
+  { 6, 4096, 128, 659, 647, 1 },
+  { 6, 4096, 512, 660, 660, 1 },
+  { 6, 4096, 2048, 661, 651, 0 },
+  { 6, 4096, 8192, 647, 647, 0 },
+  { 6, 4096, 32768, 647, 647, 0 },
+  { 6, 5120, 1, 662, 663, 1 },
+  { 6, 5120, 8, 662, 663, 1 },
+  { 6, 5120, 32, 664, 663, 1 },
+  { 6, 5120, 128, 664, 665, 1 },
+  { 6, 5120, 512, 666, 667, 0 },
+  { 6, 5120, 2048, 668, 663, 0 },
+  { 6, 5120, 8192, 669, 663, 0 },
+  { 6, 5120, 32768, 669, 663, 0 },
+  { 6, 6144, 1, 670, 663, 1 },
+  { 6, 6144, 8, 670, 663, 1 },
+  { 6, 6144, 32, 671, 665, 0 },
+  { 6, 6144, 128, 672, 665, 1 },
+  { 6, 6144, 512, 673, 674, 0 },
+  { 6, 6144, 2048, 663, 663, 0 },
+  { 6, 6144, 8192, 663, 663, 0 },
+  { 6, 6144, 32768, 663, 663, 0 },
+  { 6, 7168, 1, 675, 676, 0 },
+  { 6, 7168, 8, 675, 676, 1 },
+  { 6, 7168, 32, 677, 665, 1 },
+  { 6, 7168, 128, 678, 665, 1 },
+  { 6, 7168, 512, 679, 680, 0 },
+  { 6, 7168, 2048, 681, 676, 0 },
+  { 6, 7168, 8192, 681, 676, 0 },
+  { 6, 7168, 32768, 681, 676, 0 },
+  { 6, 8192, 1, 682, 676, 0 },
+  { 6, 8192, 8, 683, 676, 1 },
+  { 6, 8192, 32, 684, 676, 1 },
+  { 6, 8192, 128, 685, 676, 1 },
+  { 6, 8192, 512, 686, 676, 1 },
+  { 6, 8192, 2048, 687, 676, 0 },
+  { 6, 8192, 8192, 687, 676, 0 },
+  { 6, 8192, 32768, 688, 676, 0 },
+  { 6, 12288, 1, 689, 690, 1 },
+  { 6, 12288, 8, 689, 690, 1 },
+  { 6, 12288, 32, 691, 690, 1 },
+  { 6, 12288, 128, 691, 692, 0 },
+  { 6, 12288, 512, 691, 693, 0 },
+  { 6, 12288, 2048, 694, 690, 0 },
+  { 6, 12288, 8192, 694, 690, 0 },
+  { 6, 12288, 32768, 695, 690, 0 },
+  { 6, 16384, 1, 696, 697, 1 },
+  { 6, 16384, 8, 696, 697, 1 },
+  { 6, 16384, 32, 698, 697, 1 },
+  { 6, 16384, 128, 698, 697, 1 },
+  { 6, 16384, 512, 699, 697, 0 },
+  { 6, 16384, 2048, 700, 697, 0 },
+  { 6, 16384, 8192, 701, 697, 0 },
+  { 6, 16384, 32768, 701, 697, 0 },
+  { 6, 32768, 1, 702, 703, 1 },
+  { 6, 32768, 8, 702, 703, 1 },
+  { 6, 32768, 32, 704, 703, 1 },
+  { 6, 32768, 128, 705, 703, 0 },
+  { 6, 32768, 512, 706, 703, 0 },
+  { 6, 32768, 2048, 707, 703, 0 },
+  { 6, 32768, 8192, 707, 703, 0 },
+  { 6, 32768, 32768, 707, 708, 0 },
+  { 6, 65536, 1, 709, 703, 1 },
+  { 6, 65536, 8, 709, 710, 1 },
+  { 6, 65536, 32, 709, 711, 0 },
+  { 6, 65536, 128, 712, 703, 0 },
+  { 6, 65536, 512, 712, 703, 0 },
+  { 6, 65536, 2048, 713, 703, 0 },
+  { 6, 65536, 8192, 713, 703, 0 },
+  { 6, 65536, 32768, 713, 703, 0 },
+  { 6, 131072, 1, 714, 703, 1 },
+  { 6, 131072, 8, 714, 703, 1 },
+  { 6, 131072, 32, 715, 703, 1 },
+  { 6, 131072, 128, 715, 703, 0 },
+  { 6, 131072, 512, 715, 703, 0 },
+  { 6, 131072, 2048, 716, 703, 0 },
+  { 6, 131072, 8192, 716, 703, 0 },
+  { 6, 131072, 32768, 716, 703, 0 },
+  { 7, 512, 1, 718, 719, 0 },
+  { 7, 512, 8, 720, 719, 0 },
+  { 7, 512, 32, 720, 719, 0 },
+  { 7, 512, 128, 721, 719, 0 },
+  { 7, 512, 512, 722, 719, 0 },
+  { 7, 512, 2048, 723, 724, 0 },
+  { 7, 512, 8192, 723, 725, 0 },
+  { 7, 512, 32768, 726, 726, 0 },
+  { 7, 768, 1, 727, 719, 0 },
+  { 7, 768, 8, 728, 719, 0 },
+  { 7, 768, 32, 729, 729, 0 },
+  { 7, 768, 128, 730, 719, 0 },
+  { 7, 768, 512, 730, 719, 0 },
+  { 7, 768, 2048, 731, 732, 0 },
+  { 7, 768, 8192, 733, 734, 1 },
+  { 7, 768, 32768, 735, 719, 0 },
+  { 7, 1024, 1, 736, 719, 0 },
+  { 7, 1024, 8, 737, 719, 0 },
+  { 7, 1024, 32, 737, 719, 0 },
+  { 7, 1024, 128, 737, 719, 0 },
+  { 7, 1024, 512, 737, 719, 0 },
+  { 7, 1024, 2048, 738, 738, 1 },
+  { 7, 1024, 8192, 737, 719, 0 },
+  { 7, 1024, 32768, 739, 739, 0 },
+  { 7, 1536, 1, 740, 741, 0 },
+  { 7, 1536, 8, 740, 741, 0 },
+  { 7, 1536, 32, 740, 742, 0 },
+  { 7, 1536, 128, 743, 743, 0 },
+  { 7, 1536, 512, 744, 741, 0 },
+  { 7, 1536, 2048, 745, 746, 0 },
+  { 7, 1536, 8192, 747, 747, 0 },
+  { 7, 1536, 32768, 747, 747, 0 },
+  { 7, 2048, 1, 748, 741, 0 },
+  { 7, 2048, 8, 748, 741, 0 },
+  { 7, 2048, 32, 748, 741, 0 },
+  { 7, 2048, 128, 748, 743, 1 },
+  { 7, 2048, 512, 749, 741, 0 },
+  { 7, 2048, 2048, 750, 741, 1 },
+  { 7, 2048, 8192, 751, 741, 0 },
+  { 7, 2048, 32768, 751, 741, 0 },
+  { 7, 2560, 1, 752, 753, 0 },
+  { 7, 2560, 8, 752, 753, 0 },
+  { 7, 2560, 32, 754, 754, 1 },
+  { 7, 2560, 128, 755, 756, 0 },
+  { 7, 2560, 512, 757, 753, 0 },
+  { 7, 2560, 2048, 758, 758, 1 },
+  { 7, 2560, 8192, 759, 753, 0 },
+  { 7, 2560, 32768, 760, 760, 0 },
+  { 7, 3072, 1, 761, 753, 0 },
+  { 7, 3072, 8, 761, 753, 0 },
+  { 7, 3072, 32, 762, 762, 1 },
+  { 7, 3072, 128, 763, 764, 0 },
+  { 7, 3072, 512, 763, 764, 1 },
+  { 7, 3072, 2048, 765, 766, 0 },
+  { 7, 3072, 8192, 767, 767, 0 },
+  { 7, 3072, 32768, 767, 767, 0 },
+  { 7, 4096, 1, 768, 769, 0 },
+  { 7, 4096, 8, 770, 769, 0 },
+  { 7, 4096, 32, 770, 769, 1 },
+  { 7, 4096, 128, 768, 769, 0 },
+  { 7, 4096, 512, 771, 764, 1 },
+  { 7, 4096, 2048, 770, 764, 0 },
+  { 7, 4096, 8192, 760, 760, 0 },
+  { 7, 4096, 32768, 767, 767, 0 },
+  { 7, 5120, 1, 772, 773, 1 },
+  { 7, 5120, 8, 774, 773, 0 },
+  { 7, 5120, 32, 774, 775, 1 },
+  { 7, 5120, 128, 774, 776, 1 },
+  { 7, 5120, 512, 777, 776, 0 },
+  { 7, 5120, 2048, 778, 779, 0 },
+  { 7, 5120, 8192, 778, 779, 0 },
+  { 7, 5120, 32768, 780, 779, 0 },
+  { 7, 6144, 1, 781, 782, 0 },
+  { 7, 6144, 8, 781, 782, 1 },
+  { 7, 6144, 32, 783, 775, 0 },
+  { 7, 6144, 128, 784, 785, 1 },
+  { 7, 6144, 512, 784, 786, 1 },
+  { 7, 6144, 2048, 787, 785, 0 },
+  { 7, 6144, 8192, 788, 788, 0 },
+  { 7, 6144, 32768, 788, 788, 0 },
+  { 7, 7168, 1, 789, 790, 0 },
+  { 7, 7168, 8, 789, 790, 1 },
+  { 7, 7168, 32, 791, 792, 1 },
+  { 7, 7168, 128, 793, 794, 1 },
+  { 7, 7168, 512, 793, 795, 0 },
+  { 7, 7168, 2048, 796, 794, 0 },
+  { 7, 7168, 8192, 796, 794, 0 },
+  { 7, 7168, 32768, 788, 788, 0 },
+  { 7, 8192, 1, 797, 798, 0 },
+  { 7, 8192, 8, 799, 799, 1 },
+  { 7, 8192, 32, 797, 792, 1 },
+  { 7, 8192, 128, 800, 801, 0 },
+  { 7, 8192, 512, 802, 801, 0 },
+  { 7, 8192, 2048, 803, 801, 0 },
+  { 7, 8192, 8192, 804, 801, 0 },
+  { 7, 8192, 32768, 788, 788, 0 },
+  { 7, 12288, 1, 805, 806, 0 },
+  { 7, 12288, 8, 805, 807, 1 },
+  { 7, 12288, 32, 808, 809, 1 },
+  { 7, 12288, 128, 806, 806, 1 },
+  { 7, 12288, 512, 810, 810, 0 },
+  { 7, 12288, 2048, 811, 812, 0 },
+  { 7, 12288, 8192, 813, 813, 0 },
+  { 7, 12288, 32768, 813, 813, 0 },
+  { 7, 16384, 1, 814, 815, 1 },
+  { 7, 16384, 8, 816, 815, 1 },
+  { 7, 16384, 32, 817, 818, 1 },
+  { 7, 16384, 128, 817, 815, 0 },
+  { 7, 16384, 512, 819, 819, 0 },
+  { 7, 16384, 2048, 820, 815, 0 },
+  { 7, 16384, 8192, 813, 813, 0 },
+  { 7, 16384, 32768, 813, 813, 0 },
+  { 7, 32768, 1, 821, 767, 0 },
+  { 7, 32768, 8, 821, 822, 1 },
+  { 7, 32768, 32, 823, 824, 1 },
+  { 7, 32768, 128, 825, 825, 0 },
+  { 7, 32768, 512, 825, 825, 0 },
+  { 7, 32768, 2048, 826, 827, 0 },
+  { 7, 32768, 8192, 826, 828, 0 },
+  { 7, 32768, 32768, 826, 828, 0 },
+  { 7, 65536, 1, 829, 767, 1 },
+  { 7, 65536, 8, 829, 830, 1 },
+  { 7, 65536, 32, 829, 831, 0 },
+  { 7, 65536, 128, 832, 833, 0 },
+  { 7, 65536, 512, 833, 833, 0 },
+  { 7, 65536, 2048, 834, 827, 0 },
+  { 7, 65536, 8192, 835, 827, 0 },
+  { 7, 65536, 32768, 835, 827, 0 },
+  { 7, 131072, 1, 836, 767, 1 },
+  { 7, 131072, 8, 837, 838, 1 },
+  { 7, 131072, 32, 839, 767, 0 },
+  { 7, 131072, 128, 839, 767, 0 },
+  { 7, 131072, 512, 839, 767, 0 },
+  { 7, 131072, 2048, 839, 767, 0 },
+  { 7, 131072, 8192, 839, 767, 2 },
+  { 7, 131072, 32768, 839, 767, 0 },
+  { 8, 512, 1, 841, 842, 0 },
+  { 8, 512, 8, 843, 842, 0 },
+  { 8, 512, 32, 844, 842, 0 },
+  { 8, 512, 128, 844, 842, 0 },
+  { 8, 512, 512, 842, 842, 0 },
+  { 8, 512, 2048, 845, 845, 1 },
+  { 8, 512, 8192, 845, 845, 0 },
+  { 8, 512, 32768, 846, 846, 0 },
+  { 8, 768, 1, 847, 842, 0 },
+  { 8, 768, 8, 847, 842, 0 },
+  { 8, 768, 32, 847, 842, 0 },
+  { 8, 768, 128, 847, 842, 1 },
+  { 8, 768, 512, 842, 842, 0 },
+  { 8, 768, 2048, 848, 849, 0 },
+  { 8, 768, 8192, 842, 842, 0 },
+  { 8, 768, 32768, 842, 842, 0 },
+  { 8, 1024, 1, 850, 842, 0 },
+  { 8, 1024, 8, 850, 842, 0 },
+  { 8, 1024, 32, 850, 842, 0 },
+  { 8, 1024, 128, 850, 842, 1 },
+  { 8, 1024, 512, 851, 842, 0 },
+  { 8, 1024, 2048, 851, 842, 0 },
+  { 8, 1024, 8192, 842, 842, 0 },
+  { 8, 1024, 32768, 842, 842, 0 },
+  { 8, 1536, 1, 852, 853, 0 },
+  { 8, 1536, 8, 852, 853, 0 },
+  { 8, 1536, 32, 852, 853, 0 },
+  { 8, 1536, 128, 854, 854, 0 },
+  { 8, 1536, 512, 854, 854, 1 },
+  { 8, 1536, 2048, 855, 853, 0 },
+  { 8, 1536, 8192, 856, 856, 0 },
+  { 8, 1536, 32768, 856, 856, 0 },
+  { 8, 2048, 1, 857, 853, 0 },
+  { 8, 2048, 8, 857, 853, 0 },
+  { 8, 2048, 32, 858, 853, 1 },
+  { 8, 2048, 128, 858, 854, 1 },
+  { 8, 2048, 512, 858, 854, 1 },
+  { 8, 2048, 2048, 859, 853, 0 },
+  { 8, 2048, 8192, 860, 853, 0 },
+  { 8, 2048, 32768, 860, 853, 0 },
+  { 8, 2560, 1, 861, 862, 0 },
+  { 8, 2560, 8, 863, 864, 0 },
+  { 8, 2560, 32, 863, 865, 1 },
+  { 8, 2560, 128, 863, 866, 1 },
+  { 8, 2560, 512, 867, 867, 0 },
+  { 8, 2560, 2048, 861, 864, 0 },
+  { 8, 2560, 8192, 868, 864, 0 },
+  { 8, 2560, 32768, 868, 864, 0 },
+  { 8, 3072, 1, 869, 864, 0 },
+  { 8, 3072, 8, 870, 864, 0 },
+  { 8, 3072, 32, 870, 865, 1 },
+  { 8, 3072, 128, 870, 866, 1 },
+  { 8, 3072, 512, 867, 867, 1 },
+  { 8, 3072, 2048, 871, 864, 0 },
+  { 8, 3072, 8192, 871, 864, 0 },
+  { 8, 3072, 32768, 872, 864, 0 },
+  { 8, 4096, 1, 873, 874, 0 },
+  { 8, 4096, 8, 875, 876, 1 },
+  { 8, 4096, 32, 877, 878, 1 },
+  { 8, 4096, 128, 879, 879, 1 },
+  { 8, 4096, 512, 877, 878, 1 },
+  { 8, 4096, 2048, 880, 880, 0 },
+  { 8, 4096, 8192, 880, 880, 0 },
+  { 8, 4096, 32768, 881, 876, 0 },
+  { 8, 5120, 1, 882, 883, 1 },
+  { 8, 5120, 8, 882, 884, 1 },
+  { 8, 5120, 32, 885, 886, 0 },
+  { 8, 5120, 128, 885, 886, 0 },
+  { 8, 5120, 512, 885, 886, 1 },
+  { 8, 5120, 2048, 887, 887, 0 },
+  { 8, 5120, 8192, 888, 884, 0 },
+  { 8, 5120, 32768, 888, 884, 0 },
+  { 8, 6144, 1, 889, 883, 1 },
+  { 8, 6144, 8, 889, 890, 1 },
+  { 8, 6144, 32, 891, 886, 0 },
+  { 8, 6144, 128, 891, 892, 1 },
+  { 8, 6144, 512, 891, 886, 1 },
+  { 8, 6144, 2048, 893, 894, 0 },
+  { 8, 6144, 8192, 893, 894, 0 },
+  { 8, 6144, 32768, 895, 894, 0 },
+  { 8, 7168, 1, 896, 897, 1 },
+  { 8, 7168, 8, 896, 897, 1 },
+  { 8, 7168, 32, 898, 899, 1 },
+  { 8, 7168, 128, 898, 892, 0 },
+  { 8, 7168, 512, 896, 892, 0 },
+  { 8, 7168, 2048, 900, 901, 0 },
+  { 8, 7168, 8192, 900, 901, 0 },
+  { 8, 7168, 32768, 900, 901, 0 },
+  { 8, 8192, 1, 902, 903, 0 },
+  { 8, 8192, 8, 902, 903, 1 },
+  { 8, 8192, 32, 904, 905, 1 },
+  { 8, 8192, 128, 904, 892, 1 },
+  { 8, 8192, 512, 904, 906, 0 },
+  { 8, 8192, 2048, 907, 906, 0 },
+  { 8, 8192, 8192, 908, 906, 0 },
+  { 8, 8192, 32768, 908, 906, 0 },
+  { 8, 12288, 1, 909, 910, 1 },
+  { 8, 12288, 8, 909, 911, 1 },
+  { 8, 12288, 32, 912, 913, 1 },
+  { 8, 12288, 128, 914, 913, 0 },
+  { 8, 12288, 512, 914, 913, 0 },
+  { 8, 12288, 2048, 915, 916, 0 },
+  { 8, 12288, 8192, 915, 916, 0 },
+  { 8, 12288, 32768, 915, 916, 0 },
+  { 8, 16384, 1, 917, 918, 1 },
+  { 8, 16384, 8, 919, 920, 1 },
+  { 8, 16384, 32, 919, 918, 0 },
+  { 8, 16384, 128, 921, 922, 0 },
+  { 8, 16384, 512, 919, 920, 2 },
+  { 8, 16384, 2048, 923, 918, 0 },
+  { 8, 16384, 8192, 924, 918, 0 },
+  { 8, 16384, 32768, 924, 918, 0 },
+  { 8, 32768, 1, 925, 926, 1 },
+  { 8, 32768, 8, 925, 927, 1 },
+  { 8, 32768, 32, 928, 928, 1 },
+  { 8, 32768, 128, 928, 928, 0 },
+  { 8, 32768, 512, 929, 929, 0 },
+  { 8, 32768, 2048, 929, 929, 0 },
+  { 8, 32768, 8192, 930, 931, 0 },
+  { 8, 32768, 32768, 930, 931, 0 },
+  { 8, 65536, 1, 932, 933, 1 },
+  { 8, 65536, 8, 932, 934, 1 },
+  { 8, 65536, 32, 935, 936, 0 },
+  { 8, 65536, 128, 934, 934, 0 },
+  { 8, 65536, 512, 934, 934, 0 },
+  { 8, 65536, 2048, 929, 929, 0 },
+  { 8, 65536, 8192, 929, 929, 0 },
+  { 8, 65536, 32768, 929, 929, 0 },
+  { 8, 131072, 1, 937, 938, 1 },
+  { 8, 131072, 8, 939, 940, 1 },
+  { 8, 131072, 32, 941, 940, 0 },
+  { 8, 131072, 128, 941, 940, 0 },
+  { 8, 131072, 512, 941, 940, 0 },
+  { 8, 131072, 2048, 941, 940, 2 },
+  { 8, 131072, 8192, 941, 940, 2 },
+  { 8, 131072, 32768, 929, 929, 0 },
 };
 // The tuned row counts of each table, ascending.
 const int64_t kRowBuckets[] = { 1, 8, 32, 128, 512, 2048, 8192, 32768 };
@@ -3495,30 +3523,30 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
 // ---- backward: a row kernel over persistent CTAs, then the column reduction ----
 
 #include "normgen_bwd_params.h"
-extern "C" __global__ void normgen_layernorm_bwd_b54e8406d741(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_b54e8406d741_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_fc1cbbb71531(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_fc1cbbb71531_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_13b496e11edc(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_13b496e11edc_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_8fc12525901b(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_8fc12525901b_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_c5226c481f9d(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_c5226c481f9d_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_2d1e5da51094(const NormgenBwdParams p);
-extern "C" __global__ void normgen_layernorm_bwd_2d1e5da51094_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_bbf41b4b6def(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_bbf41b4b6def_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_d44f0fefced2(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_d44f0fefced2_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_c9dc7ff5ffbb(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_c9dc7ff5ffbb_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_9dc0db6120ec(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_9dc0db6120ec_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_978004d0b68f(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_978004d0b68f_reduce(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_41732a1fa9db(const NormgenBwdParams p);
-extern "C" __global__ void normgen_rmsnorm_bwd_41732a1fa9db_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_529b83d80aec(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_529b83d80aec_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7240c7485473(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7240c7485473_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d25c472dcf18(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_d25c472dcf18_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_5bc831a20b65(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_5bc831a20b65_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_41e736b7c55a(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_41e736b7c55a_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7dad68307b41(const NormgenBwdParams p);
+extern "C" __global__ void normgen_layernorm_bwd_7dad68307b41_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b92e71e5a691(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_b92e71e5a691_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3a6514b3df91(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3a6514b3df91_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_dffdc6b1d919(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_dffdc6b1d919_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3b76865dac1b(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_3b76865dac1b_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_7028d36998c3(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_7028d36998c3_reduce(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ffb8ab0ebe76(const NormgenBwdParams p);
+extern "C" __global__ void normgen_rmsnorm_bwd_ffb8ab0ebe76_reduce(const NormgenBwdParams p);
 
 namespace {
 
@@ -3532,18 +3560,18 @@ struct BwdVariant {
   int cluster;        // CTAs splitting a row (the kernel's compile-time cluster size)
 };
 const BwdVariant kBwdVariants[] = {
-  {(const void*)&normgen_layernorm_bwd_b54e8406d741, (const void*)&normgen_layernorm_bwd_b54e8406d741_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_fc1cbbb71531, (const void*)&normgen_layernorm_bwd_fc1cbbb71531_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_layernorm_bwd_13b496e11edc, (const void*)&normgen_layernorm_bwd_13b496e11edc_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_8fc12525901b, (const void*)&normgen_layernorm_bwd_8fc12525901b_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_c5226c481f9d, (const void*)&normgen_layernorm_bwd_c5226c481f9d_reduce, 0, 128, 4, 128, 4, 2, 1, 2, 49152, 8 },  // regs.t128.v4.tpr128.i4.s3.c8.cps2.recompute
-  {(const void*)&normgen_layernorm_bwd_2d1e5da51094, (const void*)&normgen_layernorm_bwd_2d1e5da51094_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_bbf41b4b6def, (const void*)&normgen_rmsnorm_bwd_bbf41b4b6def_reduce, 0, 512, 8, 256, 2, 1, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_d44f0fefced2, (const void*)&normgen_rmsnorm_bwd_d44f0fefced2_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_c9dc7ff5ffbb, (const void*)&normgen_rmsnorm_bwd_c9dc7ff5ffbb_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
-  {(const void*)&normgen_rmsnorm_bwd_9dc0db6120ec, (const void*)&normgen_rmsnorm_bwd_9dc0db6120ec_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_978004d0b68f, (const void*)&normgen_rmsnorm_bwd_978004d0b68f_reduce, 0, 512, 4, 512, 2, 1, 1, 1, 131072, 4 },  // regs.t512.v4.tpr512.i2.s4.c4.cps1.recompute
-  {(const void*)&normgen_rmsnorm_bwd_41732a1fa9db, (const void*)&normgen_rmsnorm_bwd_41732a1fa9db_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_529b83d80aec, (const void*)&normgen_layernorm_bwd_529b83d80aec_reduce, 0, 256, 8, 128, 4, 1, 1, 2, 114688, 1 },  // regs.t256.v8.tpr128.i4.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_7240c7485473, (const void*)&normgen_layernorm_bwd_7240c7485473_reduce, 0, 512, 8, 512, 4, 1, 1, 2, 163840, 1 },  // regs.t512.v8.tpr512.i4.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_layernorm_bwd_d25c472dcf18, (const void*)&normgen_layernorm_bwd_d25c472dcf18_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_5bc831a20b65, (const void*)&normgen_layernorm_bwd_5bc831a20b65_reduce, 0, 256, 4, 256, 4, 2, 1, 2, 0, 1 },  // regs.t256.v4.tpr256.i4.cps2.recompute
+  {(const void*)&normgen_layernorm_bwd_41e736b7c55a, (const void*)&normgen_layernorm_bwd_41e736b7c55a_reduce, 0, 128, 4, 128, 4, 4, 1, 2, 65536, 8 },  // regs.t128.v4.tpr128.i4.s4.c8.cps4.recompute
+  {(const void*)&normgen_layernorm_bwd_7dad68307b41, (const void*)&normgen_layernorm_bwd_7dad68307b41_reduce, 3, 256, 1, 256, 0, 2, 1, 2, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_b92e71e5a691, (const void*)&normgen_rmsnorm_bwd_b92e71e5a691_reduce, 0, 512, 8, 256, 2, 2, 1, 1, 81920, 1 },  // regs.t512.v8.tpr256.i2.s2.lean.sw.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3a6514b3df91, (const void*)&normgen_rmsnorm_bwd_3a6514b3df91_reduce, 0, 1024, 8, 1024, 2, 1, 1, 1, 163840, 1 },  // regs.t1024.v8.tpr1024.i2.s2.lean.reread.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_dffdc6b1d919, (const void*)&normgen_rmsnorm_bwd_dffdc6b1d919_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
+  {(const void*)&normgen_rmsnorm_bwd_3b76865dac1b, (const void*)&normgen_rmsnorm_bwd_3b76865dac1b_reduce, 1, 512, 4, 512, 2, 1, 1, 1, 114688, 1 },  // regs-smem.t512.v4.tpr512.i2.s3.lean.sw.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_7028d36998c3, (const void*)&normgen_rmsnorm_bwd_7028d36998c3_reduce, 0, 256, 4, 256, 8, 1, 1, 1, 163840, 2 },  // regs.t256.v4.tpr256.i8.s2.lean.reread.sw.c2.cps1.recompute
+  {(const void*)&normgen_rmsnorm_bwd_ffb8ab0ebe76, (const void*)&normgen_rmsnorm_bwd_ffb8ab0ebe76_reduce, 3, 256, 1, 256, 0, 2, 1, 1, 0, 1 },  // global.t256.v1.tpr256.cps2.recompute
 };
 
 // stats: 1 when the spec was tuned with saved statistics given (its variants may read them).

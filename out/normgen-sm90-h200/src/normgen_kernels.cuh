@@ -574,6 +574,14 @@ __device__ __forceinline__ void ring_kernel(const NormgenFwdParams& p) {
 __host__ __device__ constexpr int unroll_for(int threads) { return threads >= 1024 ? 2 : 4; }
 
 /**
+ * unroll_for's chunks, but no more than a row of a fixed hidden size (HIDDEN > 0) fills in one
+ * step of `step` columns a chunk: predicated loads past it would still be issued.
+ */
+__host__ __device__ constexpr int live_unroll(int threads, int hidden, int step) {
+  return hidden > 0 && (hidden + step - 1) / step < unroll_for(threads) ? (hidden + step - 1) / step : unroll_for(threads);
+}
+
+/**
  * The row is staged in dynamic shared memory (in the residual's dtype when fused,
  * else x's): one read of global memory, any hidden size that fits. With a cluster, each
  * CTA stages its slice of the row (VEC-aligned, the last cut at hidden) and the
@@ -681,7 +689,7 @@ __device__ __forceinline__ void reload_kernel(const NormgenFwdParams& p) {
   constexpr int kRows = THREADS / TPR;
   RowReducer<THREADS, TPR, 1> reduce;
   constexpr int kStep = TPR * VEC;
-  constexpr int kUnroll = unroll_for(THREADS);
+  constexpr int kUnroll = live_unroll(THREADS, HIDDEN, kStep);
   const int lane = threadIdx.x % TPR;
   const int64_t row = int64_t(blockIdx.x) * kRows + threadIdx.x / TPR;
   const bool active = row < p.rows;
