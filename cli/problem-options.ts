@@ -3,6 +3,7 @@
 import type { Argv } from 'yargs';
 import { parseArch, type Arch } from '../generator/arch.js';
 import {
+  backwardSpec,
   checkPositiveInt,
   InputError,
   makeProblem,
@@ -30,6 +31,21 @@ export function withProblemOptions<T>(y: Argv<T>) {
 
 export function withBackendOption<T>(y: Argv<T>) {
   return y.option('backend', { type: 'string', default: 'cuda', choices: ['cuda', 'wgsl'], describe: 'kernel language (wgsl ignores --arch)' });
+}
+
+export function withDirectionOption<T>(y: Argv<T>) {
+  return y.option('direction', {
+    type: 'string',
+    default: 'fwd',
+    choices: ['fwd', 'bwd'],
+    describe: 'forward kernels, or the backward of the same feature sets (with --stats: the forward\'s statistics given)',
+  });
+}
+
+/** The backward of a forward problem: its op, dtype, features, shape and strides; CUDA only. */
+export function backwardOf(problem: Problem, backend = 'cuda'): Problem {
+  if (backend !== 'cuda') throw new InputError(`--direction bwd: --backend ${backend} has no backward kernels`);
+  return makeProblem(backwardSpec(problem), problem.hidden, problem.rows, problem.strides);
 }
 
 export interface ProblemArgs {

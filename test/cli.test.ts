@@ -5,6 +5,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findNvcc } from '../tuner/nvcc.js';
 
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const run = (...args: string[]) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
@@ -21,6 +22,7 @@ test('bad input: one clear line on stderr, exit code 2', () => {
     [['tune', '--hidden', '64'], /--arch is required/],
     [['tune', '--arch', 'sm90', '--budget', 'lots'], /--budget must be/],
     [['list', '--backend', 'wgsl', '--hidden', '64'], /WGSL has no bf16/],
+    [['generate', '--direction', 'bwd', '--backend', 'wgsl', '--dtype', 'fp32', '--hidden', '64', '--out', '/tmp/x'], /--backend wgsl has no backward kernels/],
   ];
   for (const [args, message] of cases) {
     const r = run(...args);
@@ -49,6 +51,27 @@ test('generate writes compilable sources and a manifest with launch geometry', (
     assert.ok(cu.includes(v.symbol), id);
     assert.is(v.launch.block, v.params.threads);
     assert.ok(v.launch.grid >= Math.ceil(77 / (v.params.threads / v.params.threadsPerRow)) || v.launch.persistent);
+  }
+});
+
+test('generate --direction bwd writes a backward unit that compiles on its own, and its manifest', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'normgen-gen-bwd-'));
+  const args = ['--direction', 'bwd', '--hidden', '1000', '--rows', '3', '--dtype', 'fp16', '--residual', 'same'];
+  const listed = execFileSync(process.execPath, [CLI, 'list', ...args, '--limit', '1000'], { encoding: 'utf8' });
+  execFileSync(process.execPath, [CLI, 'generate', ...args, '--out', dir], { encoding: 'utf8' });
+  const manifestFile = readdirSync(dir).find((f) => f.endsWith('.manifest.json'))!;
+  assert.match(manifestFile, /^rmsnorm\.bwd\.fp16\.w-same\.res-same\.h1000\.r3\.sm90\./);
+  const manifest = JSON.parse(readFileSync(join(dir, manifestFile), 'utf8'));
+  const variants = Object.entries<any>(manifest.variants);
+  assert.is(variants.length, Number(/: (\d+) variants/.exec(listed)?.[1]), listed);
+  // Only the unit's own folder on the include path: it needs no file of templates/.
+  const ptx = join(dir, 'unit.ptx');
+  execFileSync(await findNvcc(), ['-arch=sm_90a', '-std=c++17', '-I', dir, '-ptx', '-o', ptx, join(dir, manifest.units[0].file)]);
+  const entries = new Set([...readFileSync(ptx, 'utf8').matchAll(/\.entry (\w+)\(/g)].map((m) => m[1]));
+  for (const [id, v] of variants) {
+    assert.ok(listed.includes(id) && entries.has(v.symbol) && entries.has(v.reduceSymbol), id);
+    assert.is(v.launch.block, v.params.threads);
+    assert.is(v.launch.ctasPerSm, v.params.ctasPerSm);
   }
 });
 

@@ -2,7 +2,8 @@
 // trees of `normgen generate` output share (the same problem, the same variant description),
 // compared with the names that embed the template hash or the file's name taken out. A change
 // that leaves every kernel's PTX as it was (a tidy-up, a comment) cannot change a timing.
-// Runs anywhere nvcc does (no GPU). Each tree holds generate's output folders, one a problem:
+// Runs anywhere nvcc does (no GPU). Each tree holds generate's output folders, one a problem
+// (forward or `--direction bwd`):
 //   node dist/test/gpu/ptx-diff.js BASE_DIR NEW_DIR [--arch sm_90a]
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +22,8 @@ if (!baseDir || !newDir) {
 
 interface Manifest {
   units: { file: string }[];
-  variants: Record<string, { symbol: string; description: string }>;
+  /** Backward variants also name their column reduction's kernel. */
+  variants: Record<string, { symbol: string; description: string; reduceSymbol?: string }>;
 }
 
 const manifestsUnder = (dir: string): string[] =>
@@ -56,8 +58,10 @@ async function kernelsOf(manifestPath: string, nvcc: string, scratch: string): P
   }
   const kernels = new Map<string, string>();
   for (const v of Object.values(manifest.variants)) {
-    const entry = entries.get(v.symbol);
-    if (entry) kernels.set(v.description, normalized(entry, v.symbol));
+    for (const [symbol, name] of [[v.symbol, v.description], [v.reduceSymbol, `${v.description} (reduction)`]]) {
+      const entry = symbol && entries.get(symbol);
+      if (entry) kernels.set(name!, normalized(entry, symbol));
+    }
   }
   return kernels;
 }
