@@ -87,7 +87,7 @@ try {
     shared += both.length;
     differ += changed.length;
     console.log(
-      `${relative(newDir, dirname(newManifest)) || '.'} ${problem}: ${both.length} kernels in both, ${changed.length} differ` +
+      `${relative(newDir, dirname(newManifest)) || '.'} ${problem}: ${both.length} variants' kernels in both, ${changed.length} differ` +
         (changed.length ? ` (${changed.slice(0, 4).join(', ')}${changed.length > 4 ? ', ...' : ''})` : '') +
         (onlyNew || onlyBase ? `; ${onlyNew} only in the new, ${onlyBase} only in the base` : ''),
     );
@@ -95,5 +95,5 @@ try {
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
-console.log(`${shared} kernels in both trees, ${shared - differ} with the same PTX but for names, ${differ} differ (${nvccArch})`);
+console.log(`${shared} variants' kernels in both trees, ${shared - differ} with the same PTX but for names, ${differ} differ (${nvccArch})`);
 process.exitCode = differ ? 1 : 0;
