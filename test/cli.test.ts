@@ -36,7 +36,12 @@ test('list prints the space as a table', () => {
   const out = execFileSync(process.execPath, [CLI, 'list', '--hidden', '4096', '--rows', '64', '--op', 'layernorm', '--residual', 'fp32'], { encoding: 'utf8' });
   const m = /: (\d+) variants/.exec(out);
   assert.ok(m && Number(m[1]) > 10, out);
-  assert.match(out, /storage\s+threads\s+vec/);
+  assert.match(out, /variant\s+storage\s+threads\s+vec/);
+  // Variants that differ only in flags (register cap, early affine, fixed hidden) are told apart.
+  const described = out.split('\n').map((line) => /^[0-9a-f]{12}\s+(\S+)/.exec(line)?.[1]).filter((d) => d !== undefined);
+  assert.ok(described.length > 10, out);
+  assert.is(new Set(described).size, described.length, out);
+  assert.ok(described.some((d) => d.endsWith('.h4096')), out);
 });
 
 test('generate writes compilable sources and a manifest with launch geometry', () => {

@@ -9,7 +9,7 @@ import { capacity, rowsPerCta } from '../../generator/space.js';
 import { bwdSharedBytes } from '../../generator/space-bwd.js';
 import { rowsPerWorkgroup } from '../../generator/space-wgsl.js';
 import { describeBwdVariant } from '../../generator/variant-bwd.js';
-import { launchGeometry } from '../../generator/variant.js';
+import { describeVariant, launchGeometry } from '../../generator/variant.js';
 import { backwardOf, problemFromArgs, withBackendOption, withDirectionOption, withProblemOptions, type ProblemArgs } from '../problem-options.js';
 import { formatTable } from '../table.js';
 
@@ -28,9 +28,9 @@ export function handler(args: ProblemArgs & { limit: number; backend: string; di
     const p = v.params;
     const g = launchGeometry(v, problem.rows, problem.hidden);
     const cap = capacity(p);
-    return [v.id, p.storage, p.threads, p.vec, p.threadsPerRow, rowsPerCta(p), p.items, p.cluster, p.stages, Number.isFinite(cap) ? cap : 'any', g.grid, g.sharedBytes];
+    return [v.id, describeVariant(v), p.storage, p.threads, p.vec, p.threadsPerRow, rowsPerCta(p), p.items, p.cluster, p.stages, Number.isFinite(cap) ? cap : 'any', g.grid, g.sharedBytes];
   });
-  console.log(formatTable(['id', 'storage', 'threads', 'vec', 'thr/row', 'rows/cta', 'items', 'cluster', 'stages', 'max hidden', 'grid', 'dyn smem'], rows));
+  console.log(formatTable(['id', 'variant', 'storage', 'threads', 'vec', 'thr/row', 'rows/cta', 'items', 'cluster', 'stages', 'max hidden', 'grid', 'dyn smem'], rows));
   if (variants.length > args.limit) console.log(`... ${variants.length - args.limit} more (--limit)`);
 }
 
