@@ -80,20 +80,30 @@ for step in "$@"; do
       # The tune step detached from the call (setsid), so that one uninterrupted tune can outlast
       # the device tool's call limit: tune-start starts it, each tune-wait waits up to
       # TUNE_WAIT seconds (default 570) and copies its files so far to $out. The machine must
-      # stay held between calls (the next call at once), or the tune is lost with it.
+      # stay held between calls (the next call at once), or the run is lost with it: a tune-wait
+      # on a fresh machine starts it again, resuming from the database carried in .device/db.
       detached=/tmp/normgen-detached-tune
-      if [ "$step" = tune-start ]; then
+      start_detached() {
         rm -rf "$detached" && mkdir -p "$detached"
         # Created here, not by the detached shell: a tune-wait right after (same call) finds it.
         : > "$detached/run.log"
         # 'finished' appears once the step is over, its database's last snapshot written.
         setsid env OUT="$detached" TUNE_SECONDS="${TUNE_SECONDS:-1500}" \
           bash -c 'bash "$1" ${2} >> "$3/run.log" 2>&1; touch "$3/finished"' _ "$0" "${DETACHED_STEPS:-tune}" "$detached" < /dev/null > /dev/null 2>&1 &
-        echo "tune-start: detached (pid $!): ${DETACHED_STEPS:-tune}"; r=0
+        echo "tune-start: detached (pid $!): ${DETACHED_STEPS:-tune}"
+      }
+      r=0
+      if [ "$step" = tune-start ]; then
+        start_detached
+      elif [ ! -f "$detached/run.log" ] && [ -f .device/db/sm90-h200.jsonl.gz ]; then
+        # A fresh machine: the one tune-start ran on was released, the run with it. The tune step
+        # resumes from the database carried in .device/db (the last wait's, copied there).
+        echo "tune-wait: no detached run on this machine (released since): restarted from the database in .device/db"
+        start_detached
       elif [ ! -f "$detached/run.log" ]; then
-        # A fresh machine: the one tune-start ran on was released (idle between calls), the run with it.
-        echo "tune-wait: no detached run on this machine (released since tune-start): carry its last database in .device/db and run the tune step"; r=1
-      else
+        echo "tune-wait: no detached run on this machine (released since tune-start) and no database in .device/db to resume: copy the last wait's sm90-h200.jsonl.gz there"; r=1
+      fi
+      if [ "$step" = tune-wait ] && [ -f "$detached/run.log" ]; then
         waited=0
         while [ ! -f "$detached/finished" ] && [ "$waited" -lt "${TUNE_WAIT:-570}" ]; do sleep 5; waited=$((waited + 5)); done
         # At most 8 files come back from a call: the database, and every log and smaller database in one archive.
