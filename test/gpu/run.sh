@@ -95,13 +95,15 @@ for step in "$@"; do
       r=0
       if [ "$step" = tune-start ]; then
         start_detached
-      elif [ ! -f "$detached/run.log" ] && [ -f .device/db/sm90-h200.jsonl.gz ]; then
+      elif [ ! -f "$detached/run.log" ]; then
         # A fresh machine: the one tune-start ran on was released, the run with it. The tune step
         # resumes from the database carried in .device/db (the last wait's, copied there).
-        echo "tune-wait: no detached run on this machine (released since): restarted from the database in .device/db"
-        start_detached
-      elif [ ! -f "$detached/run.log" ]; then
-        echo "tune-wait: no detached run on this machine (released since tune-start) and no database in .device/db to resume: copy the last wait's sm90-h200.jsonl.gz there"; r=1
+        if [ -f .device/db/sm90-h200.jsonl.gz ]; then
+          echo "tune-wait: no detached run on this machine (released since): restarted from the database in .device/db"
+          start_detached
+        else
+          echo "tune-wait: no detached run on this machine (released since tune-start) and no database in .device/db to resume: copy the last wait's sm90-h200.jsonl.gz there"; r=1
+        fi
       fi
       if [ "$step" = tune-wait ] && [ -f "$detached/run.log" ]; then
         waited=0
