@@ -7,9 +7,11 @@
 #   bash test/gpu/run.sh [torch] [bench-torch] [release-chains] [roofline-chains]     (Python and PyTorch only, no Node)
 #   bash .device/run.sh bash test/gpu/run.sh ab     a template change against the committed templates, after
 #     rm -rf .device/base && mkdir -p .device/base && git archive HEAD templates | tar -x -C .device/base
-# Logs and databases go to $OUT (default /tmp/normgen-gpu); each step prints its status.
+# Logs and databases go to $OUT (default /tmp/normgen-gpu), named after the card (stem.sh: sm90-h200.jsonl.gz,
+# normgen-sm90-h100-80gb-hbm3); each step prints its status.
 set -uo pipefail
 out=${OUT:-/tmp/normgen-gpu}
+. "$(dirname "$0")/stem.sh"
 mkdir -p "$out"
 tune_seconds=${TUNE_SECONDS:-300}
 # The committed tune covers the default grid (TUNE_GRID=' ') or a reduced one.
@@ -19,7 +21,7 @@ exhaustive_grid=${EXHAUSTIVE_GRID:---op rmsnorm --dtype bf16 --hidden 4096,65536
 # torch.compile's compiles stop after --budget-s: 300 s left 25 of the 108 shapes uncompiled once (2026-11-29).
 bench_args=${BENCH_ARGS:---budget-s 420 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768 --specs rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,layernorm.bf16.w-same.bias,rmsnorm.fp32.w-same,rmsnorm.fp32.w-same.res-same,layernorm.fp32.w-same.bias}
 # The package the torch steps load: the committed one, or the one the package step builds.
-pkg=${PKG:-out/normgen-sm90-h200}
+pkg=${PKG:-out/normgen-$stem}
 rc=0
 # A tune of the committed tune's kind (sm90, screened, budget screen:4), killed after $1 seconds;
 # the other arguments are tune's (a grid, --db, --report).
@@ -63,19 +65,19 @@ for step in "$@"; do
       fi ;;
     tune)
       # Continue a tune from an earlier call: its database (gzipped), carried in .device/db/.
-      [ -f .device/db/sm90-h200.jsonl.gz ] && [ ! -f "$out/sm90-h200.jsonl" ] && gunzip -c .device/db/sm90-h200.jsonl.gz > "$out/sm90-h200.jsonl"
+      [ -f .device/db/$stem.jsonl.gz ] && [ ! -f "$out/$stem.jsonl" ] && gunzip -c .device/db/$stem.jsonl.gz > "$out/$stem.jsonl"
       # The default grid's database is ~95 MB: files that large do not come back from the
       # machine, so it comes back gzipped. A snapshot every minute, so that a call ended
       # from outside (its time or the device budget spent) still brings back what was measured
       # (a line cut short at the end is dropped when the database is read).
-      snapshot() { gzip -n -c "$out/sm90-h200.jsonl" > "$out/sm90-h200.jsonl.gz.part" && mv "$out/sm90-h200.jsonl.gz.part" "$out/sm90-h200.jsonl.gz"; }
-      ( while sleep 60; do [ -f "$out/sm90-h200.jsonl" ] && snapshot; done ) &
+      snapshot() { gzip -n -c "$out/$stem.jsonl" > "$out/$stem.jsonl.gz.part" && mv "$out/$stem.jsonl.gz.part" "$out/$stem.jsonl.gz"; }
+      ( while sleep 60; do [ -f "$out/$stem.jsonl" ] && snapshot; done ) &
       snapshots=$!
       screened_tune "$tune_seconds" $tune_grid \
-        --db "$out/sm90-h200.jsonl" --report "$out/sm90-h200.md" > "$out/tune.log" 2>&1
+        --db "$out/$stem.jsonl" --report "$out/$stem.md" > "$out/tune.log" 2>&1
       r=$?; echo "tune rc=$r"; tail -2 "$out/tune.log"
       kill $snapshots; wait $snapshots 2>/dev/null
-      snapshot && rm "$out/sm90-h200.jsonl" ;;
+      snapshot && rm "$out/$stem.jsonl" ;;
     tune-start|tune-wait)
       # The tune step detached from the call (setsid), so that one uninterrupted tune can outlast
       # the device tool's call limit: tune-start starts it, each tune-wait waits up to
@@ -98,20 +100,20 @@ for step in "$@"; do
       elif [ ! -f "$detached/run.log" ]; then
         # A fresh machine: the one tune-start ran on was released, the run with it. The tune step
         # resumes from the database carried in .device/db (the last wait's, copied there).
-        if [ -f .device/db/sm90-h200.jsonl.gz ]; then
+        if [ -f .device/db/$stem.jsonl.gz ]; then
           echo "tune-wait: no detached run on this machine (released since): restarted from the database in .device/db"
           start_detached
         else
-          echo "tune-wait: no detached run on this machine (released since tune-start) and no database in .device/db to resume: copy the last wait's sm90-h200.jsonl.gz there"; r=1
+          echo "tune-wait: no detached run on this machine (released since tune-start) and no database in .device/db to resume: copy the last wait's $stem.jsonl.gz there"; r=1
         fi
       fi
       if [ "$step" = tune-wait ] && [ -f "$detached/run.log" ]; then
         waited=0
         while [ ! -f "$detached/finished" ] && [ "$waited" -lt "${TUNE_WAIT:-570}" ]; do sleep 5; waited=$((waited + 5)); done
         # At most 8 files come back from a call: the database, and every log and smaller database in one archive.
-        cp "$detached"/sm90-h200.jsonl.gz "$out"/ 2>/dev/null
-        (cd "$detached" && tar -czf "$out/logs.tar.gz" --exclude=sm90-h200.jsonl.gz --exclude='*.part' --exclude=finished \
-          --exclude='normgen-sm90-h200/src' --exclude='normgen-sm90-h200/build' --exclude='*.so' -- *) 2>/dev/null
+        cp "$detached"/$stem.jsonl.gz "$out"/ 2>/dev/null
+        (cd "$detached" && tar -czf "$out/logs.tar.gz" --exclude=$stem.jsonl.gz --exclude='*.part' --exclude=finished \
+          --exclude="normgen-$stem/src" --exclude="normgen-$stem/build" --exclude='*.so' -- *) 2>/dev/null
         # Each step's status line ("tune rc=0"); the run is done when every one of them is rc=0.
         statuses=$(grep -E '^[a-z-]+ rc=' "$detached/run.log" 2>/dev/null); [ -n "$statuses" ] && echo "$statuses"
         if [ ! -f "$detached/finished" ]; then echo "tune-wait: still running, call tune-wait again"; r=0
@@ -126,7 +128,7 @@ for step in "$@"; do
       screened_tune "${FOCUS_SECONDS:-240}" $focus_grid \
         --db "$out/focus.jsonl" --report "$out/focus-tune.md" > "$out/focus.log" 2>&1
       r=$?; echo "focus rc=$r"; tail -1 "$out/focus.log"
-      node dist/test/gpu/compare-db.js out/tuning/sm90-h200.jsonl.gz "$out/focus.jsonl" --log "$out/focus.md" | head -1 ;;
+      node dist/test/gpu/compare-db.js out/tuning/$stem.jsonl.gz "$out/focus.jsonl" --log "$out/focus.md" | head -1 ;;
     ab)
       # The working tree's templates and the committed ones (.device/base/templates), the same grid
       # tuned with each in this call on this GPU, the change first: their times compare, where a
@@ -147,18 +149,18 @@ for step in "$@"; do
       timeout -s KILL "$tune_seconds" node dist/cli/main.js tune --arch sm90 --budget none $exhaustive_grid \
         --db "$out/exhaustive.jsonl" > "$out/exhaustive.log" 2>&1
       r=$?; echo "exhaustive rc=$r"; tail -1 "$out/exhaustive.log"
-      node dist/test/gpu/compare-budget.js "$out/sm90-h200.jsonl.gz" "$out/exhaustive.jsonl" --log "$out/budget.md" | head -1 ;;
+      node dist/test/gpu/compare-budget.js "$out/$stem.jsonl.gz" "$out/exhaustive.jsonl" --log "$out/budget.md" | head -1 ;;
     bwd-tune|torch-bwd)
       # The backward grid the package uses (its templates include the forward's), or the package's
       # gradients and timings against torch (the package step's package, else the committed one).
-      OUT="$out" bash test/gpu/run-bwd.sh "$([ "$step" = bwd-tune ] && echo tune || echo torch)" > "$out/$step.out" 2>&1
+      STEM="$stem" OUT="$out" bash test/gpu/run-bwd.sh "$([ "$step" = bwd-tune ] && echo tune || echo torch)" > "$out/$step.out" 2>&1
       r=$?; echo "$step rc=$r"; tail -3 "$out/$step.out" ;;
     package)
       # The package from this run's databases (each where this run has one, else the committed one),
       # built with nvcc: the torch steps after it load this one.
-      fwd=$out/sm90-h200.jsonl.gz; [ -f "$fwd" ] || fwd=out/tuning/sm90-h200.jsonl.gz
-      bwd=$out/sm90-h200-bwd.jsonl; [ -f "$bwd" ] || bwd=out/tuning/sm90-h200-bwd.jsonl
-      pkg=$out/normgen-sm90-h200
+      fwd=$out/$stem.jsonl.gz; [ -f "$fwd" ] || fwd=out/tuning/$stem.jsonl.gz
+      bwd=$out/$stem-bwd.jsonl; [ -f "$bwd" ] || bwd=out/tuning/$stem-bwd.jsonl
+      pkg=$out/normgen-$stem
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
       node dist/cli/main.js build --db "$fwd" --db "$bwd" --db out/tuning/wgsl-h200-opengles.jsonl --out "$pkg" > "$out/package.log" 2>&1 &&
         make -s -j"$(nproc)" -C "$pkg" >> "$out/package.log" 2>&1
