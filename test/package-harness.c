@@ -33,7 +33,7 @@ static void report(const char* name, normgen_fwd_desc d) {
 static void select_one(int n, char** f) {
   normgen_fwd_desc d = base();
   d.op = strcmp(f[0], "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM;
-  d.dtype = strcmp(f[1], "fp32") == 0 ? NORMGEN_FP32 : NORMGEN_BF16;
+  d.dtype = strcmp(f[1], "fp32") == 0 ? NORMGEN_FP32 : strcmp(f[1], "fp16") == 0 ? NORMGEN_FP16 : NORMGEN_BF16;
   d.weight_dtype = d.dtype;
   d.has_bias = d.op == NORMGEN_LAYERNORM;
   if (strcmp(f[2], "same") == 0) {

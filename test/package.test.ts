@@ -3,21 +3,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { buildPackage as build, COMMITTED, harness, mod, nvcc, pkg, ROOT, selectAllC, selectC } from './built-package.js';
-import { SELECT_PATHS, type SelectQuery } from './test-package.js';
+import { packageFiles, SELECT_PATHS, type SelectQuery } from './test-package.js';
 import { parseArch } from '../generator/arch.js';
 import { maxDynamicSharedBytes } from '../generator/space.js';
 
-/** A package's files, without build outputs (the library, CMake's build/, Python bytecode). */
-const files = (dir: string): string[] =>
-  readdirSync(dir)
-    .filter((f) => f !== '__pycache__' && f !== 'build')
-    .flatMap((f) => (statSync(join(dir, f)).isDirectory() ? files(join(dir, f)).map((g) => join(f, g)) : [f]))
-    .filter((f) => !f.endsWith('.so') && !f.endsWith('.pyc'))
-    .sort();
+const files = packageFiles;
 
 test('emission is deterministic and matches the committed package', () => {
   const [a, b] = [0, 1].map(() => join(mkdtempSync(join(tmpdir(), 'normgen-pkg-')), 'normgen-sm90-h200'));

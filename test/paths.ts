@@ -17,5 +17,9 @@ export const WGSL_DB = join(ROOT, 'out/tuning/wgsl-h200-opengles.jsonl');
 /** The backward tune of the same H200: the package's backward table. */
 export const BWD_DB = join(ROOT, 'out/tuning/sm90-h200-bwd.jsonl');
 export const COMMITTED = join(ROOT, 'out/normgen-sm90-h200');
+/** The H100's forward and backward tunes, and its package (built with the H200's WGSL table). */
+export const H100_DB = join(ROOT, 'out/tuning/sm90-h100-80gb-hbm3.jsonl.gz');
+export const H100_BWD_DB = join(ROOT, 'out/tuning/sm90-h100-80gb-hbm3-bwd.jsonl');
+export const H100_COMMITTED = join(ROOT, 'out/normgen-sm90-h100-80gb-hbm3');
 /** Drives a built package from C without a GPU: argument checks and selection. */
 export const HARNESS = join(ROOT, 'test/package-harness.c');

@@ -2,7 +2,7 @@
 // harness linked against it, its TypeScript transpiled and imported. For package tests
 // that need other tables than the committed package's, and for GPU checks of a built package.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -35,6 +35,14 @@ export interface SelectQuery {
   alignBytes?: number;
   device?: { name: string; cc: number };
 }
+
+/** A package's files, without build outputs (the library, CMake's build/, Python bytecode). */
+export const packageFiles = (dir: string): string[] =>
+  readdirSync(dir)
+    .filter((f) => f !== '__pycache__' && f !== 'build')
+    .flatMap((f) => (statSync(join(dir, f)).isDirectory() ? packageFiles(join(dir, f)).map((g) => join(f, g)) : [f]))
+    .filter((f) => !f.endsWith('.so') && !f.endsWith('.pyc'))
+    .sort();
 
 /** The lookup paths, as the harness numbers them. */
 export const SELECT_PATHS = ['exact', 'nearest', 'generic'] as const;

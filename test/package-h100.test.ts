@@ -1,0 +1,50 @@
+// The H100's package (out/normgen-sm90-h100-80gb-hbm3): re-emitted from the committed H100
+// databases it is identical, it compiles with nvcc, and its C library picks every tuned
+// problem's winner from the H100's table, as its TypeScript does.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { CLI, H100_BWD_DB, H100_COMMITTED, H100_DB, ROOT, WGSL_DB } from './paths.js';
+import { loadBuiltPackage, makePackage, packageFiles, SELECT_PATHS } from './test-package.js';
+
+const name = 'normgen-sm90-h100-80gb-hbm3';
+const pkg = join(mkdtempSync(join(tmpdir(), 'normgen-pkg-h100-')), name);
+execFileSync(process.execPath, [CLI, 'build', '--db', H100_DB, '--db', H100_BWD_DB, '--db', WGSL_DB, '--out', pkg, '--name', name], { encoding: 'utf8' });
+
+test('re-emitted from the committed H100 databases, the package is the committed one', () => {
+  assert.equal(packageFiles(H100_COMMITTED), packageFiles(pkg), 'the same files');
+  for (const f of packageFiles(pkg))
+    assert.ok(readFileSync(join(pkg, f)).equals(readFileSync(join(H100_COMMITTED, f))), `re-emit differs: ${relative(ROOT, join(H100_COMMITTED, f))}`);
+});
+
+test('it compiles, and C and TypeScript pick each tuned problem\'s winner from the H100 table', async () => {
+  makePackage(pkg);
+  const { mod, selectAllC } = await loadBuiltPackage(pkg);
+  const dispatch = JSON.parse(readFileSync(join(pkg, 'dispatch.json'), 'utf8'));
+  assert.is(dispatch.tables.length, 1);
+  const table = dispatch.tables[0];
+  assert.is(table.device, 'NVIDIA H100 80GB HBM3');
+  assert.is(mod.TABLES[0].device, table.device);
+  const h100 = { name: table.device, cc: 90 };
+  const queries = table.entries.map((e: { spec: string; hidden: number; rows: number }) => {
+    const [op, dtype] = e.spec.split('.');
+    return { op, dtype, residual: e.spec.includes('.res-same') ? 'same' : 'none', hidden: e.hidden, rows: e.rows, device: h100 };
+  });
+  assert.ok(queries.length > 1000, `${queries.length} tuned problems`);
+  const chosen = selectAllC(queries);
+  for (const [i, e] of table.entries.entries()) {
+    const q = queries[i];
+    const label = `${e.spec} h${e.hidden} r${e.rows}`;
+    assert.is(SELECT_PATHS[chosen[i].path], 'exact', label);
+    // A variant of the tuned parameters (kernels are shared across dtypes: symbols name the first one's id).
+    const variant = mod.VARIANTS[chosen[i].variant];
+    for (const [key, value] of Object.entries(e.params)) assert.equal(variant[key], value, `${label}: ${key}`);
+    const ts = mod.select({ op: q.op, dtype: q.dtype, bias: q.op === 'layernorm', residual: q.residual, hidden: q.hidden, rows: q.rows });
+    assert.is(ts.variant.symbol, mod.VARIANTS[chosen[i].variant].symbol, label);
+  }
+});
+
+test.run();
