@@ -3,24 +3,20 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
-import { buildPackage as build, COMMITTED, harness, mod, nvcc, pkg, ROOT, selectAllC, selectC } from './built-package.js';
-import { packageFiles, SELECT_PATHS, type SelectQuery } from './test-package.js';
+import { join } from 'node:path';
+import { buildPackage as build, COMMITTED, harness, mod, nvcc, pkg, selectAllC, selectC } from './built-package.js';
+import { assertSamePackage, SELECT_PATHS, type SelectQuery } from './test-package.js';
 import { parseArch } from '../generator/arch.js';
 import { maxDynamicSharedBytes } from '../generator/space.js';
-
-const files = packageFiles;
 
 test('emission is deterministic and matches the committed package', () => {
   const [a, b] = [0, 1].map(() => join(mkdtempSync(join(tmpdir(), 'normgen-pkg-')), 'normgen-sm90-h200'));
   build(a);
   build(b);
-  assert.equal(files(a), files(b));
-  for (const f of files(a)) assert.ok(readFileSync(join(a, f)).equals(readFileSync(join(b, f))), f);
-  assert.equal(files(COMMITTED), files(a), 'the committed package has the same files');
-  for (const f of files(a)) assert.ok(readFileSync(join(a, f)).equals(readFileSync(join(COMMITTED, f))), `re-emit differs: ${relative(ROOT, join(COMMITTED, f))}`);
+  assertSamePackage(a, b);
+  assertSamePackage(COMMITTED, a);
 });
 
 test('the CMake project builds the same library', () => {

@@ -1,14 +1,15 @@
 // A package built from given tuning databases into a folder: compiled with make, the C
 // harness linked against it, its TypeScript transpiled and imported. For package tests
 // that need other tables than the committed package's, and for GPU checks of a built package.
+import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ts } from 'ts-morph';
 import { findNvcc } from '../tuner/nvcc.js';
-import { CLI, HARNESS } from './paths.js';
+import { CLI, HARNESS, ROOT } from './paths.js';
 
 const nvcc = await findNvcc();
 
@@ -37,12 +38,19 @@ export interface SelectQuery {
 }
 
 /** A package's files, without build outputs (the library, CMake's build/, Python bytecode). */
-export const packageFiles = (dir: string): string[] =>
+const packageFiles = (dir: string): string[] =>
   readdirSync(dir)
     .filter((f) => f !== '__pycache__' && f !== 'build')
     .flatMap((f) => (statSync(join(dir, f)).isDirectory() ? packageFiles(join(dir, f)).map((g) => join(f, g)) : [f]))
     .filter((f) => !f.endsWith('.so') && !f.endsWith('.pyc'))
     .sort();
+
+/** `emitted` has the files of `expected`, each byte for byte (a re-emitted package against the committed one, or two emissions). */
+export function assertSamePackage(expected: string, emitted: string) {
+  assert.equal(packageFiles(expected), packageFiles(emitted), `${relative(ROOT, expected)}: the same files`);
+  for (const f of packageFiles(emitted))
+    assert.ok(readFileSync(join(emitted, f)).equals(readFileSync(join(expected, f))), `re-emit differs: ${relative(ROOT, join(expected, f))}`);
+}
 
 /** The lookup paths, as the harness numbers them. */
 export const SELECT_PATHS = ['exact', 'nearest', 'generic'] as const;
