@@ -18,8 +18,13 @@ run_stem=$(basename "$run_db" .jsonl.gz)
 stem=$(node --input-type=module -e '
   import { gunzipSync } from "node:zlib"; import { readFileSync } from "node:fs";
   import { deviceSlug } from "./dist/tuner/merge.js";
-  const header = gunzipSync(readFileSync(process.argv[1])).toString("utf8", 0, 4096).split("\n")[0];
-  console.log(deviceSlug(JSON.parse(header)));' "$run_db")
+  try {
+    const header = JSON.parse(gunzipSync(readFileSync(process.argv[1])).toString("utf8", 0, 4096).split("\n")[0]);
+    console.log(deviceSlug(header));
+  } catch (e) {
+    console.error(`import-run: ${process.argv[1]} has no readable database header (${e.message}); nothing imported`);
+    process.exit(2);
+  }' "$run_db")
 bench=test/gpu/bench_torch.md; [ "$stem" = sm90-h200 ] || bench=test/gpu/bench_torch-${stem#sm90-}.md
 echo "import-run: a tune of $stem (files named $run_stem by the run)"
 staged=$(mktemp -d)
