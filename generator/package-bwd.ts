@@ -1,7 +1,7 @@
-// The backward part of a kernel package: from a backward tuning database's dispatch
-// table, the specs (each with its generic variant), the variants, the entries and the
-// kernel files, plus what the launcher, header and Python templates need to know.
-// Backward tables are supported in single-device packages (one forward table).
+// The backward part of a kernel package: from each device's backward tuning database,
+// the specs (each with its generic variant), the variants (shared by the devices), every
+// device's entries and the kernel files, plus what the launcher, header and Python
+// templates need to know.
 
 import type { DispatchTable } from '../tuner/dispatch.js';
 import { InputError, residualDType, specKey, weightDType, type DType, type KernelSpec } from './problem.js';
@@ -17,18 +17,56 @@ export interface BackwardTable {
   measured: string;
 }
 
+/** A forward table's device, as the backward plan needs it: which backward it has, if any. */
+export interface BackwardOwner {
+  device: string;
+  computeCapability: number;
+  backward?: BackwardTable;
+}
+
+/** The backward entries one forward table uses: its own, or (without its own) another table's. */
+export interface BwdTableRange {
+  /** The forward table whose backward database these entries came from. */
+  source: number;
+  firstEntry: number;
+  entries: number;
+  firstBucket: number;
+  buckets: number;
+}
+
 export interface BwdPlan {
   specs: { key: string; spec: KernelSpec; generic: number }[];
   variants: BwdVariant[];
-  entries: { spec: number; hidden: number; rows: number; variant: number }[];
+  /** Grouped by source table, then sorted by spec, hidden and rows. */
+  entries: { table: number; spec: number; hidden: number; rows: number; variant: number }[];
+  /** Every source table's tuned row counts, ascending, one after the other. */
   rowBuckets: number[];
+  /** One per forward table, in its order. */
+  tables: BwdTableRange[];
   files: { name: string; spec: KernelSpec; variants: BwdVariant[] }[];
 }
 
-export function planBackward(t: BackwardTable): BwdPlan {
+/**
+ * The backward table a forward table without one borrows, by the rule tables are picked for
+ * a GPU: a table of the same compute capability, else the nearest older, else the first.
+ */
+export function backwardSource(owners: BackwardOwner[], table: number): number {
+  if (owners[table].backward) return table;
+  const have = owners.map((o, i) => ({ cc: o.computeCapability, i })).filter(({ i }) => owners[i].backward);
+  const cc = owners[table].computeCapability;
+  const same = have.find((h) => h.cc === cc);
+  if (same) return same.i;
+  const older = have.filter((h) => h.cc < cc).sort((a, b) => b.cc - a.cc)[0];
+  return (older ?? have[0]).i;
+}
+
+/** Null when no table has a backward. Deterministic: specs by key, per spec the tables in order, then its generic variant. */
+export function planBackward(owners: BackwardOwner[]): BwdPlan | null {
+  const sources = owners.map((o, i) => ({ i, t: o.backward })).filter((s): s is { i: number; t: BackwardTable } => s.t !== undefined);
+  if (sources.length === 0) return null;
   const specs = new Map<string, KernelSpec>();
-  for (const e of t.table.entries) specs.set(e.spec, e.kernelSpec);
-  const plan: BwdPlan = { specs: [], variants: [], entries: [], rowBuckets: t.table.rowBuckets, files: [] };
+  for (const { t } of sources) for (const e of t.table.entries) specs.set(e.spec, e.kernelSpec);
+  const plan: BwdPlan = { specs: [], variants: [], entries: [], rowBuckets: [], tables: [], files: [] };
   const index = new Map<string, number>();
   const add = (v: BwdVariant) => {
     if (!index.has(v.id)) index.set(v.id, plan.variants.push(v) - 1);
@@ -37,19 +75,30 @@ export function planBackward(t: BackwardTable): BwdPlan {
   for (const key of [...specs.keys()].sort()) {
     const spec = specs.get(key)!;
     const mine: BwdVariant[] = [];
-    for (const e of t.table.entries.filter((x) => x.spec === key)) {
-      const v = makeBwdVariant(spec, e.params);
-      if (v.id !== e.variantId) throw new InputError(`backward variant ${e.variantId} of ${key} no longer renders the same kernel: re-tune with these templates`);
-      plan.entries.push({ spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant: add(v) });
-      mine.push(v);
-    }
+    for (const { i, t } of sources)
+      for (const e of t.table.entries.filter((x) => x.spec === key)) {
+        const v = makeBwdVariant(spec, e.params);
+        if (v.id !== e.variantId) throw new InputError(`backward variant ${e.variantId} of ${key} no longer renders the same kernel: re-tune with these templates`);
+        plan.entries.push({ table: i, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant: add(v) });
+        mine.push(v);
+      }
     const generic = makeBwdVariant(spec, genericBwdParams(spec));
     plan.specs.push({ key, spec, generic: add(generic) });
     mine.push(generic);
     const unique = [...new Map(mine.map((v) => [v.id, v])).values()];
     plan.files.push({ name: `kernels_bwd_${String(plan.specs.length - 1).padStart(2, '0')}_${key}.cu`, spec, variants: unique });
   }
-  plan.entries.sort((a, b) => a.spec - b.spec || a.hidden - b.hidden || a.rows - b.rows);
+  plan.entries.sort((a, b) => a.table - b.table || a.spec - b.spec || a.hidden - b.hidden || a.rows - b.rows);
+  const own = new Map<number, Omit<BwdTableRange, 'source'>>();
+  for (const { i, t } of sources) {
+    const firstEntry = plan.entries.findIndex((e) => e.table === i);
+    own.set(i, { firstEntry, entries: plan.entries.filter((e) => e.table === i).length, firstBucket: plan.rowBuckets.length, buckets: t.table.rowBuckets.length });
+    plan.rowBuckets.push(...t.table.rowBuckets);
+  }
+  plan.tables = owners.map((_, i) => {
+    const source = backwardSource(owners, i);
+    return { source, ...own.get(source)! };
+  });
   return plan;
 }
 
@@ -84,6 +133,7 @@ export function backwardContext(p: BwdPlan) {
     })),
     entries: p.entries,
     rowBuckets: p.rowBuckets,
+    tables: p.tables.map((t, i) => ({ ...t, own: t.source === i })),
     specKeys: p.specs.map((s) => specKey(s.spec)),
   };
 }

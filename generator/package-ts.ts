@@ -1,14 +1,17 @@
 // The TypeScript side of a kernel package (emitted with ts-morph): the variants, the
-// kernel specs, one dispatch table per device, and select() from templates/package.
+// kernel specs, one dispatch table per device, and select() from templates/package; with a
+// backward, its tables and selectBackward() (package-ts-bwd.ts).
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BwdPlan } from './package-bwd.js';
 import type { DeviceTable, Plan } from './package-plan.js';
+import { addBackward } from './package-ts-bwd.js';
 import { maxDynamicSharedBytes, stageBytes, STORAGES } from './space.js';
 import { tsFile } from './ts-file.js';
 import { TEMPLATE_ROOT } from './templates.js';
 
-export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): string {
+export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string, bwd?: BwdPlan | null): string {
   const { file, constant } = tsFile('index.ts');
   const where = tables.map((t) => `${t.device} (${t.arch.name})`).join(', ');
   file.addStatements(`// normgen kernel package ${name}: the dispatch table${tables.length > 1 ? 's' : ''} tuned on ${where}. Generated; do not edit.`);
@@ -78,6 +81,7 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string): st
   });
   constant('TABLES', 'readonly Table[]', `[\n${tableText.join('\n')}\n]`);
   file.addStatements(readFileSync(join(TEMPLATE_ROOT, 'package', 'select.ts.hbs'), 'utf8'));
+  if (bwd) addBackward(file, constant, bwd);
   file.formatText({ indentSize: 2 });
   return file.getFullText();
 }

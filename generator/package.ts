@@ -114,6 +114,12 @@ function buildFiles(p: Plan, src: PackageSource, sources: string[]): [string, st
   ];
 }
 
+/** The measured backward winners for the README: the one table's, or each device's that has one, headed by its device. */
+function measuredBackward(tables: DeviceTable[], single: boolean): string {
+  if (single) return tables[0].backward?.measured ?? '';
+  return tables.flatMap((t) => (t.backward ? [`${t.device} (${t.arch.name}):\n${t.backward.measured}`] : [])).join('\n\n');
+}
+
 /** A dispatch table as dispatch.json holds it: its tolerances, regret and entries. */
 function tableJson(table: DispatchTable<object>) {
   return { tolerance: table.tolerance, largeTolerance: table.largeTolerance, maxRegret: table.maxRegret, entries: table.entries.map(({ kernelSpec, ...e }) => e) };
@@ -125,11 +131,10 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       throw new InputError(`${t.dbFile} was tuned with templates ${t.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
   const p = planPackage(src.tables);
   const single = src.tables.length === 1;
-  const bwdTable = src.tables.find((t) => t.backward)?.backward;
-  if (bwdTable && !single) throw new InputError('backward tables are supported in single-device packages only: build one package per GPU model');
-  if (bwdTable && bwdTable.tunedTemplateHash !== bwdTemplateHash())
-    throw new InputError(`${bwdTable.dbFile} was tuned with backward templates ${bwdTable.tunedTemplateHash.slice(0, 12)}, these are ${bwdTemplateHash().slice(0, 12)}: re-tune before building`);
-  const bwd = bwdTable ? planBackward(bwdTable) : undefined;
+  for (const b of src.tables.flatMap((t) => (t.backward ? [t.backward] : [])))
+    if (b.tunedTemplateHash !== bwdTemplateHash())
+      throw new InputError(`${b.dbFile} was tuned with backward templates ${b.tunedTemplateHash.slice(0, 12)}, these are ${bwdTemplateHash().slice(0, 12)}: re-tune before building`);
+  const bwd = planBackward(src.tables.map((t) => ({ device: t.device, computeCapability: t.arch.cc, backward: t.backward })));
   const archNames = [...new Set(src.tables.map((t) => t.arch.name))].join(', ');
   const context = {
     name: src.name,
@@ -149,7 +154,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   files.push(['src/normgen.cu', launcher(p, src, context)]);
   const sources = files.map(([name]) => /^src\/([^/]+\.cu)$/.exec(name)?.[1]).filter((f): f is string => f !== undefined);
   files.push(...buildFiles(p, src, sources));
-  files.push(['ts/index.ts', emitTypeScript(p, src.tables, src.name)]);
+  files.push(['ts/index.ts', emitTypeScript(p, src.tables, src.name, bwd)]);
   const wgslTables = src.wgsl ?? [];
   const wgsl = wgslTables.length ? planWgsl(wgslTables) : undefined;
   if (wgsl) files.push(['ts/webgpu.ts', emitWebGpu(wgsl, wgslTables, src.name)]);
@@ -179,7 +184,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       multi: wgslTables.length > 1,
       tables: wgslTables.map((t) => ({ adapter: adapterName(t.adapter, t.adapter.backend), backend: t.adapter.backend, db: t.dbFile, tunedOn: t.tunedOn, measured: t.measured })),
     },
-    measuredBackward: bwdTable?.measured ?? '',
+    measuredBackward: measuredBackward(src.tables, single),
   })]);
   const dispatch = {
     name: src.name,
@@ -189,6 +194,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       computeCapability: t.arch.cc,
       db: t.dbFile,
       ...tableJson(t.table),
+      ...(t.backward ? { backward: { db: t.backward.dbFile, ...tableJson(t.backward.table) } } : {}),
     })),
     ...(wgslTables.length
       ? {
@@ -199,7 +205,6 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
           })),
         }
       : {}),
-    ...(bwdTable ? { backward: { db: bwdTable.dbFile, ...tableJson(bwdTable.table) } } : {}),
   };
   files.push(['dispatch.json', JSON.stringify(dispatch, null, 1) + '\n']);
 

@@ -13,9 +13,9 @@ import { backwardContext, type BwdPlan } from '../generator/package-bwd.js';
 import { backwardSpec } from '../generator/problem.js';
 import { bwdRingBytes, bwdSharedBytes, type BwdParams } from '../generator/space-bwd.js';
 import { makeBwdVariant } from '../generator/variant-bwd.js';
-import { CLI, COMMITTED, DB, ROOT } from './built-package.js';
+import { CLI, COMMITTED, DB, mod as committedTs, pkg as committedPkg, ROOT } from './built-package.js';
 import { fakeBwdDb } from './fake-bwd-db.js';
-import { makePackage } from './test-package.js';
+import { assertBackwardWinners, makePackage } from './test-package.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'normgen-bwd-pkg-'));
 const bwdDb = join(dir, 'sm90-h200-bwd.jsonl');
@@ -109,11 +109,15 @@ print(json.dumps(out))
 test('the launcher gives a lean kernel its staged weight: shared memory as the tuner launched it', () => {
   const spec = backwardSpec({ op: 'layernorm', dtype: 'bf16', features: { weight: 'same', bias: true, weightOffset: false, residual: 'none', stats: false } });
   const lean: BwdParams = { storage: 'regs', threads: 512, vec: 8, threadsPerRow: 512, items: 4, ctasPerSm: 1, recompute: true, prefetch: false, stages: 2, lean: true, reread: true, stagedWeight: true };
-  const plan: BwdPlan = { variants: [makeBwdVariant(spec, lean)], specs: [], entries: [], files: [], rowBuckets: [] };
+  const plan: BwdPlan = { variants: [makeBwdVariant(spec, lean)], specs: [], entries: [], files: [], rowBuckets: [], tables: [] };
   const [v] = backwardContext(plan).variants;
   assert.is(v.fixedBytes, bwdSharedBytes(spec, lean, 16384)); // regs: no sums in shared memory, all of it fixed
   assert.ok(v.fixedBytes > bwdRingBytes(spec, lean));
   assert.match(readFileSync(join(ROOT, 'templates/package/normgen.cu.hbs'), 'utf8'), /return sums \+ v\.fixed_bytes;/);
+});
+
+test("the committed package's TypeScript selectBackward picks each tuned backward problem's winner", () => {
+  assert.is(assertBackwardWinners(committedTs, JSON.parse(readFileSync(join(committedPkg, 'dispatch.json'), 'utf8'))), 8);
 });
 
 test('a backward database without its forward one is refused with a sentence', () => {

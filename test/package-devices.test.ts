@@ -1,8 +1,9 @@
 // A package with one dispatch table per GPU model: built from two databases (the H200's
 // and an "H100" made from it with other timings) and from a merged folder; C and
 // TypeScript pick the same table for a device and the same variant in it, and the tables
-// differ. A package over two archs (sm90 and a made-up sm80 database) compiles each
-// kernel only for the archs whose tables use it.
+// differ; with made-up backward databases, each device's backward too, and a device tuned
+// without one borrows another's. A package over two archs (sm90 and a made-up sm80
+// database) compiles each kernel only for the archs whose tables use it.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -10,11 +11,13 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArch } from '../generator/arch.js';
+import { backwardSource } from '../generator/package-bwd.js';
 import { unsupportedReason } from '../generator/space.js';
 import { fwdParams, type DbResult } from '../tuner/db.js';
 import { findNvcc } from '../tuner/nvcc.js';
+import { fakeBwdDb } from './fake-bwd-db.js';
 import { fakeDeviceDb } from './fake-device-db.js';
-import { buildTestPackage, SELECT_PATHS } from './test-package.js';
+import { buildTestPackage, importPackageTs, SELECT_PATHS } from './test-package.js';
 import { CLI, DB } from './paths.js';
 
 const H100 = 'NVIDIA H100 80GB HBM3';
@@ -106,6 +109,75 @@ test('a merged folder builds the same tables (in file-name order)', () => {
   const twice = spawnSync(process.execPath, [CLI, 'build', '--db', h200Db, '--db', join(fleet, 'sm90-h200.jsonl'), '--out', join(tmp('normgen-pkg4-'), 'x')], { encoding: 'utf8' });
   assert.is(twice.status, 2);
   assert.match(twice.stderr, /both hold NVIDIA H200: merge them first/);
+});
+
+// Backward of the two kernel specs above (bf16 only), with other made-up times on the "H100".
+const h200Bwd = join(work, 'sm90-h200-bwd.jsonl');
+const h100Bwd = join(work, 'sm90-h100-bwd.jsonl');
+fakeBwdDb(h200Db, h200Bwd, { dtypes: ['bf16'] });
+fakeBwdDb(h100Db, h100Bwd, { dtypes: ['bf16'], salt: 'h100' });
+
+test('backward in a package of two devices: each device its own table; C and TypeScript agree', async () => {
+  const pkg = await buildPackage(join(tmp('normgen-pkg-bwd2-'), 'normgen-fleet'), h200Db, h100Db, h200Bwd, h100Bwd);
+  assert.equal(pkg.mod.BWD_TABLES.map((t: { source: number }) => t.source), [0, 1]);
+  // Shapes whose variants need no more shared memory than the library assumes without a GPU (48 KiB).
+  const queries = ['rmsnorm', 'layernorm'].flatMap((op) =>
+    [4096, 16384, 3000, 2048, 7, 1 << 20].flatMap((hidden) => [1, 32768].flatMap((rows) => [16, 4].map((alignBytes) => ({ op, dtype: 'bf16', hidden, rows, alignBytes })))),
+  );
+  const exact = new Map<string, string[]>();
+  for (const [name, cc] of [['NVIDIA H200', 90], [H100, 90], ['NVIDIA H800', 90], [A100, 80]] as const) {
+    const device = { name, cc };
+    const inC = pkg.selectAllBwdC(queries.map((q) => ({ ...q, device })));
+    queries.forEach((q, i) => {
+      const want = pkg.mod.selectBackward({ op: q.op, dtype: 'bf16', bias: q.op === 'layernorm', hidden: q.hidden, rows: q.rows, alignmentElems: q.alignBytes / 2 }, { name, computeCapability: cc });
+      const label = `${name} ${q.op} h${q.hidden} r${q.rows} a${q.alignBytes}`;
+      assert.is(inC[i].table, want.table, label);
+      assert.is(pkg.mod.BWD_VARIANTS[inC[i].variant], want.variant, label);
+      assert.is(SELECT_PATHS[inC[i].path], want.path, label);
+    });
+    exact.set(name, queries.map((q, i) => (inC[i].path === 0 ? `${q.op}.${q.hidden}.${inC[i].variant}` : '')).filter(Boolean));
+  }
+  // The exact picks are each device's tuned winners, and the two devices' winners differ.
+  const dispatch = JSON.parse(readFileSync(join(pkg.dir, 'dispatch.json'), 'utf8'));
+  const picks = (table: number) =>
+    dispatch.tables[table].backward.entries.map((e: { spec: string; hidden: number; params: Record<string, unknown> }) => {
+      const device = { name: pkg.mod.TABLES[table].device, computeCapability: 90 };
+      const v = pkg.mod.selectBackward({ op: e.spec.split('.')[0], dtype: 'bf16', bias: e.spec.includes('.bias'), hidden: e.hidden, rows: 32768 }, device);
+      assert.is(v.table, table);
+      assert.is(v.path, 'exact');
+      for (const k of ['storage', 'threads', 'vec', 'threadsPerRow', 'items', 'ctasPerSm']) assert.is(v.variant[k], e.params[k], `${e.spec} h${e.hidden} ${k}`);
+      return v.variant;
+    });
+  const [onH200, onH100] = [picks(0), picks(1)];
+  assert.ok(onH200.some((v: unknown, i: number) => v !== onH100[i]), 'the H100 table has other backward winners');
+  assert.equal(exact.get('NVIDIA H800'), exact.get('NVIDIA H200'), 'an untuned sm90 GPU: the first sm90 table');
+  assert.equal(exact.get(A100), exact.get('NVIDIA H200'), 'older than every table: the first');
+  assert.not.equal(exact.get(H100), exact.get('NVIDIA H200'));
+  const readme = readFileSync(join(pkg.dir, 'README.md'), 'utf8');
+  assert.match(readme, /NVIDIA H100 80GB HBM3 \(sm90\):\nproblem/);
+  assert.match(readme, /table 0 its own, table 1 its own\./);
+});
+
+test('a device tuned without a backward uses the backward of a table of its compute capability', async () => {
+  const dir = join(tmp('normgen-pkg-bwd1-'), 'normgen-fleet');
+  cli('build', '--db', h200Db, '--db', h100Db, '--db', h100Bwd, '--out', dir);
+  const mod = await importPackageTs(dir);
+  assert.equal(mod.BWD_TABLES.map((t: { source: number }) => t.source), [1, 1]);
+  assert.match(readFileSync(join(dir, 'src/normgen.cu'), 'utf8'), /\{ 0, 4, 0, 1 \},  \/\/ table 0: the backward tuned for table 1\n  \{ 0, 4, 0, 1 \},  \/\/ table 1: the backward tuned for table 1\n/);
+  const dispatch = JSON.parse(readFileSync(join(dir, 'dispatch.json'), 'utf8'));
+  assert.equal(dispatch.tables.map((t: { backward?: { db: string } }) => t.backward?.db), [undefined, 'sm90-h100-bwd.jsonl']);
+  assert.match(readFileSync(join(dir, 'README.md'), 'utf8'), /table 0 table 1's, table 1 its own\./);
+  const problem = { op: 'rmsnorm', dtype: 'bf16', hidden: 4096, rows: 32768 };
+  assert.equal(mod.selectBackward(problem, { name: 'NVIDIA H200' }).variant, mod.selectBackward(problem, { name: H100 }).variant);
+  assert.is(mod.selectBackward({ ...problem, dtype: 'fp32' }), null, 'a backward the package lacks');
+});
+
+test('the borrowing rule: same compute capability, else the nearest older, else the first that has one', () => {
+  const owner = (computeCapability: number, has: boolean) => ({ device: `cc${computeCapability}`, computeCapability, ...(has ? { backward: {} as never } : {}) });
+  const sources = (...owners: ReturnType<typeof owner>[]) => owners.map((_, i) => backwardSource(owners, i));
+  assert.equal(sources(owner(90, false), owner(80, true), owner(90, true)), [2, 1, 2]);
+  assert.equal(sources(owner(90, false), owner(80, true), owner(86, true)), [2, 1, 2]);
+  assert.equal(sources(owner(80, false), owner(90, true), owner(100, true)), [1, 1, 2]);
 });
 
 test('two archs: each kernel compiled only for the archs whose tables use it; nearest older arch', async () => {

@@ -1,6 +1,6 @@
 // The H100's package (out/normgen-sm90-h100-80gb-hbm3): re-emitted from the committed H100
 // databases it is identical, it compiles with nvcc, and its C library picks every tuned
-// problem's winner from the H100's table, as its TypeScript does.
+// problem's winner from the H100's table, as its TypeScript does (the backward's too).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, H100_BWD_DB, H100_COMMITTED, H100_DB, WGSL_DB } from './paths.js';
-import { assertSamePackage, loadBuiltPackage, makePackage, SELECT_PATHS } from './test-package.js';
+import { assertBackwardWinners, assertSamePackage, importPackageTs, loadBuiltPackage, makePackage, SELECT_PATHS } from './test-package.js';
 
 const name = 'normgen-sm90-h100-80gb-hbm3';
 const pkg = join(mkdtempSync(join(tmpdir(), 'normgen-pkg-h100-')), name);
@@ -16,6 +16,11 @@ execFileSync(process.execPath, [CLI, 'build', '--db', H100_DB, '--db', H100_BWD_
 
 test('re-emitted from the committed H100 databases, the package is the committed one', () => {
   assertSamePackage(H100_COMMITTED, pkg);
+});
+
+test("TypeScript's selectBackward picks each tuned backward problem's winner", async () => {
+  const dispatch = JSON.parse(readFileSync(join(pkg, 'dispatch.json'), 'utf8'));
+  assert.is(assertBackwardWinners(await importPackageTs(pkg), dispatch), 8);
 });
 
 test('it compiles, and C and TypeScript pick each tuned problem\'s winner from the H100 table', async () => {

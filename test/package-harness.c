@@ -5,6 +5,9 @@
  *                                      "<variant> <path> <table>"; with DEVICE and CC the table is the
  *                                      one normgen_table_for picks for that GPU, else the current device's
  *                                      (one process for many lookups: each start initializes CUDA)
+ *   harness select-bwd              -> the same for backward calls (normgen_select_backward_in), lines
+ *                                      OP DTYPE HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] (saved statistics
+ *                                      not given; packages with a backward only)
  *   harness table DEVICE CC         -> "<table> <device of that table>"
  *   harness current                 -> "<table> <count>": normgen_current_table (0 without a GPU)
  *   harness programmatic            -> "<initial> <after off> <after on>": the settings
@@ -50,6 +53,42 @@ static void select_one(int n, char** f) {
   printf("%d %d %d\n", v, path, table);
 }
 
+#ifdef NORMGEN_HAS_BACKWARD
+/* One backward selection: f = OP DTYPE HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] (n = 6 or 8). */
+static void select_bwd_one(int n, char** f) {
+  normgen_bwd_desc d;
+  memset(&d, 0, sizeof d);
+  d.op = strcmp(f[0], "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM;
+  d.dtype = strcmp(f[1], "fp32") == 0 ? NORMGEN_FP32 : strcmp(f[1], "fp16") == 0 ? NORMGEN_FP16 : NORMGEN_BF16;
+  d.weight_dtype = d.dtype; d.residual_dtype = NORMGEN_NONE;
+  d.has_bias = d.op == NORMGEN_LAYERNORM;
+  d.x = (const void*)(uintptr_t)(0x100000 + atoi(f[5]) % 16);
+  d.dy = (const void*)0x200000; d.weight = (const void*)0x300000;
+  d.dx = (void*)0x400000; d.dweight = (void*)0x500000;
+  if (d.has_bias) d.dbias = (void*)0x600000;
+  d.hidden = atoll(f[2]); d.rows = atoll(f[3]);
+  d.x_stride = d.dy_stride = d.dx_stride = atoll(f[4]);
+  d.eps = 1e-5f;
+  int path = -1;
+  const int table = n == 8 ? normgen_table_for(f[6], atoi(f[7])) : normgen_current_table();
+  const int v = normgen_select_backward_in(&d, table, &path);
+  printf("%d %d %d\n", v, path, table);
+}
+#endif
+
+/* Each line of stdin split at tabs into f; one selection per line of `count` or `count + 2` fields. */
+static int answer_lines(int count, void (*one)(int, char**)) {
+  char line[512];
+  while (fgets(line, sizeof line, stdin)) {
+    char* f[10];
+    int n = 0;
+    for (char* t = strtok(line, "\t\n"); t && n < 10; t = strtok(NULL, "\t\n")) f[n++] = t;
+    if (n != count && n != count + 2) { fprintf(stderr, "%d or %d tab-separated fields a line, got %d\n", count, count + 2, n); return 2; }
+    one(n, f);
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc >= 2 && strcmp(argv[1], "errors") == 0) {
     normgen_fwd_desc d;
@@ -78,17 +117,10 @@ int main(int argc, char** argv) {
     printf("%d %d %d\n", initial, off, normgen_set_programmatic_launch(1));
     return 0;
   }
-  if (argc == 2 && strcmp(argv[1], "select") == 0) {
-    char line[512];
-    while (fgets(line, sizeof line, stdin)) {
-      char* f[10];
-      int n = 0;
-      for (char* t = strtok(line, "\t\n"); t && n < 10; t = strtok(NULL, "\t\n")) f[n++] = t;
-      if (n != 7 && n != 9) { fprintf(stderr, "select: 7 or 9 tab-separated fields a line, got %d\n", n); return 2; }
-      select_one(n, f);
-    }
-    return 0;
-  }
-  fprintf(stderr, "usage: harness errors | select (queries on stdin) | table DEVICE CC | current\n");
+  if (argc == 2 && strcmp(argv[1], "select") == 0) return answer_lines(7, select_one);
+#ifdef NORMGEN_HAS_BACKWARD
+  if (argc == 2 && strcmp(argv[1], "select-bwd") == 0) return answer_lines(6, select_bwd_one);
+#endif
+  fprintf(stderr, "usage: harness errors | select | select-bwd (queries on stdin) | table DEVICE CC | current | programmatic\n");
   return 2;
 }

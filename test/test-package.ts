@@ -52,31 +52,70 @@ export function assertSamePackage(expected: string, emitted: string) {
     assert.ok(readFileSync(join(emitted, f)).equals(readFileSync(join(expected, f))), `re-emit differs: ${relative(ROOT, join(expected, f))}`);
 }
 
+/**
+ * Every tuned backward problem of each table in dispatch.json: the package's TypeScript
+ * selectBackward on that table's device takes the exact path to a variant of the tuned
+ * parameters. Returns how many were checked.
+ */
+export function assertBackwardWinners(mod: { selectBackward: Function; TABLES: { device: string; computeCapability: number }[] }, dispatch: { tables: { backward?: { entries: BackwardEntry[] } }[] }): number {
+  let checked = 0;
+  dispatch.tables.forEach((t, table) => {
+    for (const e of t.backward?.entries ?? []) {
+      const [op, , dtype] = e.spec.split('.');
+      const device = { name: mod.TABLES[table].device, computeCapability: mod.TABLES[table].computeCapability };
+      const got = mod.selectBackward({ op, dtype, bias: e.spec.includes('.bias'), savedStats: e.spec.endsWith('.stats'), hidden: e.hidden, rows: e.rows }, device);
+      const label = `${mod.TABLES[table].device} ${e.spec} h${e.hidden} r${e.rows}`;
+      assert.is(got?.path, 'exact', label);
+      assert.is(got.table, table, label);
+      for (const key of ['storage', 'threads', 'vec', 'threadsPerRow', 'items', 'ctasPerSm', 'recompute'])
+        assert.is(got.variant[key], e.params[key], `${label}: ${key}`);
+      checked++;
+    }
+  });
+  return checked;
+}
+
+interface BackwardEntry {
+  spec: string;
+  hidden: number;
+  rows: number;
+  params: Record<string, unknown>;
+}
+
 /** The lookup paths, as the harness numbers them. */
 export const SELECT_PATHS = ['exact', 'nearest', 'generic'] as const;
+
+/** A package's ts/index.ts, transpiled beside it (index.mjs) and imported. */
+export async function importPackageTs(dir: string) {
+  const js = ts.transpileModule(readFileSync(join(dir, 'ts/index.ts'), 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+  writeFileSync(join(dir, 'ts/index.mjs'), js);
+  return import(pathToFileURL(join(dir, 'ts/index.mjs')).href);
+}
 
 /** A package whose library is built (libnormgen.so in `dir`): the C harness linked against it, its TypeScript imported. */
 export async function loadBuiltPackage(dir: string) {
   const harness = join(dir, 'harness');
   execFileSync(nvcc, ['-O1', '-x', 'cu', '-I', join(dir, 'include'), '-o', harness, HARNESS, `-L${dir}`, '-lnormgen', '-Xlinker', `-rpath=${dir}`]);
-  const js = ts.transpileModule(readFileSync(join(dir, 'ts/index.ts'), 'utf8'), { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
-  writeFileSync(join(dir, 'ts/index.mjs'), js);
-  const mod = await import(pathToFileURL(join(dir, 'ts/index.mjs')).href);
+  const mod = await importPackageTs(dir);
   /** The harness's output for these arguments; runWith: in another environment. */
   const runWith = (env: NodeJS.ProcessEnv, ...args: string[]) => execFileSync(harness, args, { encoding: 'utf8', env }).trim();
   const run = (...args: string[]) => runWith(process.env, ...args);
-  /** The C library's choices (normgen_select), one harness process for all queries: index into VARIANTS (-1: none), lookup path (SELECT_PATHS) and table. */
-  const selectAllC = (queries: SelectQuery[], env = process.env) => {
-    const line = (q: SelectQuery) =>
-      [q.op, q.dtype, q.residual, q.hidden, q.rows, q.stride ?? q.hidden, q.alignBytes ?? 16, ...(q.device ? [q.device.name, q.device.cc] : [])].join('\t');
-    const out = execFileSync(harness, ['select'], { encoding: 'utf8', env, input: queries.map(line).join('\n') + '\n', maxBuffer: 64 << 20 });
-    const lines = out.trim().split('\n');
-    if (lines.length !== queries.length) throw new Error(`harness select: ${lines.length} answers to ${queries.length} queries`);
-    return lines.map((l) => {
+  /** The harness's answers to one line of fields per query: index into the variants (-1: none), lookup path (SELECT_PATHS) and table. */
+  const answers = (mode: string, lines: (string | number)[][], env: NodeJS.ProcessEnv) => {
+    const input = lines.map((fields) => fields.join('\t')).join('\n') + '\n';
+    const out = execFileSync(harness, [mode], { encoding: 'utf8', env, input, maxBuffer: 64 << 20 }).trim().split('\n');
+    if (out.length !== lines.length) throw new Error(`harness ${mode}: ${out.length} answers to ${lines.length} queries`);
+    return out.map((l) => {
       const [variant, path, table] = l.split(' ').map(Number);
       return { variant, path, table };
     });
   };
+  const where = (q: SelectQuery) => [q.stride ?? q.hidden, q.alignBytes ?? 16, ...(q.device ? [q.device.name, q.device.cc] : [])];
+  /** The C library's choices (normgen_select), one harness process for all queries (each start initializes CUDA). */
+  const selectAllC = (queries: SelectQuery[], env = process.env) => answers('select', queries.map((q) => [q.op, q.dtype, q.residual, q.hidden, q.rows, ...where(q)]), env);
   const selectC = (q: SelectQuery, env = process.env) => selectAllC([q], env)[0];
-  return { dir, mod, run, runWith, selectC, selectAllC };
+  /** The same for backward calls (normgen_select_backward_in; saved statistics not given, no residual): index into BWD_VARIANTS. */
+  const selectAllBwdC = (queries: Omit<SelectQuery, 'residual'>[], env = process.env) =>
+    answers('select-bwd', queries.map((q) => [q.op, q.dtype, q.hidden, q.rows, ...where({ ...q, residual: 'none' })]), env);
+  return { dir, mod, run, runWith, selectC, selectAllC, selectAllBwdC };
 }

@@ -26,15 +26,15 @@ SHAPES = [(3, 1), (7, 5), (33, 1000), (64, 4096), (100, 5120), (17, 16384), (4, 
 
 
 def backward_specs(pkg):
-    d = read_dispatch(pkg).get("backward")
-    if not d:
+    entries = [e for t in read_dispatch(pkg)["tables"] for e in t.get("backward", {}).get("entries", [])]
+    if not entries:
         sys.exit("the package has no backward table")
-    keys = sorted({e["spec"] for e in d["entries"]})
+    keys = sorted({e["spec"] for e in entries})
     out = []
     for k in keys:
         op, _, dtype, weight, *rest = k.split(".")
         out.append((k, op, {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype], "bias" in rest))
-    return out, sorted({(e["hidden"], e["rows"]) for e in d["entries"]})
+    return out, sorted({(e["hidden"], e["rows"]) for e in entries})
 
 
 def inputs(shape, dtype, bias, gen):
