@@ -3530,6 +3530,8 @@ const Spec kBwdSpecs[] = {
   { 0, 2, 2, 0, 0, -1, 0, 8 },  // rmsnorm.bwd.bf16.w-same
   { 0, 0, 0, 0, 0, -1, 0, 11 },  // rmsnorm.bwd.fp32.w-same
 };
+// Tuned (spec, hidden, rows) -> backward variant, grouped by the table whose backward
+// database they came from, each group sorted by spec, hidden, rows.
 const Entry kBwdEntries[] = {
   { 0, 4096, 32768, 0, 0 },
   { 0, 16384, 32768, 1, 1 },
@@ -3540,7 +3542,15 @@ const Entry kBwdEntries[] = {
   { 3, 4096, 32768, 9, 9 },
   { 3, 16384, 32768, 10, 10 },
 };
+// The tuned row counts of each group, ascending.
 const int64_t kBwdRowBuckets[] = { 32768 };
+// Per forward table (kTables' order): the backward entries its device uses, its own or, where
+// its database had no backward, those of the table of the same compute capability, else the
+// nearest older, else the first that has one.
+struct BwdTable { int first_entry, entries, first_bucket, buckets; };
+const BwdTable kBwdTables[] = {
+  { 0, 8, 0, 1 },  // table 0: the backward tuned for table 0
+};
 
 int64_t partial_stride(int64_t hidden) { return (hidden + 3) / 4 * 4; }
 
@@ -3585,14 +3595,19 @@ int find_bwd_spec(const normgen_bwd_desc& d) {
   return -1;
 }
 
-// Exact tuned key, else the nearest tuned hidden whose variant can run the call, else the generic.
-int select_bwd(const normgen_bwd_desc& d, int spec, int* path) {
-  int64_t bucket = kBwdRowBuckets[0];
-  for (int64_t b : kBwdRowBuckets)
+// In a table's backward entries: exact tuned key, else the nearest tuned hidden whose variant
+// can run the call, else the generic.
+int select_bwd(const normgen_bwd_desc& d, int spec, int table, int* path) {
+  const BwdTable& t = kBwdTables[table];
+  int64_t bucket = kBwdRowBuckets[t.first_bucket];
+  for (int i = t.first_bucket; i < t.first_bucket + t.buckets; ++i) {
+    const int64_t b = kBwdRowBuckets[i];
     if (std::fabs(std::log2(double(b) / double(d.rows))) < std::fabs(std::log2(double(bucket) / double(d.rows)))) bucket = b;
+  }
   int nearest = -1;
   double distance = 0;
-  for (const Entry& e : kBwdEntries) {
+  for (int i = t.first_entry; i < t.first_entry + t.entries; ++i) {
+    const Entry& e = kBwdEntries[i];
     if (e.spec != spec || e.rows != bucket || !bwd_can_run(kBwdVariants[e.variant], d)) continue;
     if (e.hidden == d.hidden) { *path = 0; return e.variant; }
     const double dist = std::fabs(std::log2(double(e.hidden) / double(d.hidden)));
@@ -3648,16 +3663,22 @@ size_t bwd_workspace(const BwdVariant& v, const normgen_bwd_desc& d, int64_t gri
 
 }  // namespace
 
-extern "C" int normgen_select_backward(const normgen_bwd_desc* d, int* path) {
+extern "C" int normgen_select_backward_in(const normgen_bwd_desc* d, int table, int* path) {
   int spec, ignored;
+  if (table < 0 || table >= kTableCount) {
+    snprintf(g_error, sizeof g_error, "table %d does not exist (the package has %d)", table, kTableCount);
+    return -1;
+  }
   if (check_bwd(d, &spec) != NORMGEN_OK) return -1;
-  return select_bwd(*d, spec, path ? path : &ignored);
+  return select_bwd(*d, spec, table, path ? path : &ignored);
 }
+
+extern "C" int normgen_select_backward(const normgen_bwd_desc* d, int* path) { return normgen_select_backward_in(d, current_table(), path); }
 
 extern "C" size_t normgen_backward_workspace_size(const normgen_bwd_desc* d) {
   int spec, path;
   if (check_bwd(d, &spec) != NORMGEN_OK) return 0;
-  const BwdVariant& v = kBwdVariants[select_bwd(*d, spec, &path)];
+  const BwdVariant& v = kBwdVariants[select_bwd(*d, spec, current_table(), &path)];
   int64_t grid = 0;
   const cudaError_t e = bwd_grid(v, *d, bwd_shared_bytes(v, d->hidden), &grid);
   if (e != cudaSuccess) {
@@ -3671,7 +3692,7 @@ extern "C" normgen_status normgen_backward(const normgen_bwd_desc* d) {
   int spec, path;
   const normgen_status s = check_bwd(d, &spec);
   if (s != NORMGEN_OK) return s;
-  const BwdVariant& v = kBwdVariants[select_bwd(*d, spec, &path)];
+  const BwdVariant& v = kBwdVariants[select_bwd(*d, spec, current_table(), &path)];
   const size_t smem = bwd_shared_bytes(v, d->hidden);
   int64_t grid = 0;
   cudaError_t e = bwd_grid(v, *d, smem, &grid);

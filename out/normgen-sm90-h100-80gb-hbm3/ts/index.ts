@@ -2309,3 +2309,133 @@ export function specKey(p: Problem): string {
   return parts.join('.');
 }
 
+/** A backward call: the forward's features, and whether its saved mean/rstd are given. */
+export interface BackwardProblem {
+  op: 'rmsnorm' | 'layernorm';
+  /** dy's dtype. */
+  dtype: DType;
+  weight?: 'none' | 'fp32' | 'same';
+  weightOffset?: boolean;
+  bias?: boolean;
+  residual?: 'none' | 'same' | 'fp32';
+  /** The forward's mean/rstd are given (default: recomputed from x). */
+  savedStats?: boolean;
+  hidden: number;
+  rows: number;
+  /** Row stride in elements of every tensor (default: hidden). */
+  stride?: number;
+  /** Largest power of two, in elements, dividing every pointer (default 16). */
+  alignmentElems?: number;
+}
+
+export interface BackwardVariant {
+  symbol: string;
+  storage: 'regs' | 'regs-smem' | 'loop' | 'global';
+  threads: number;
+  vec: number;
+  threadsPerRow: number;
+  items: number;
+  cluster: number;
+  ctasPerSm: number;
+  /** The longest row it handles (Infinity: any). */
+  capacity: number;
+  /** Recomputes mean and rstd from x; false: needs the saved ones. */
+  recompute: boolean;
+  /** Column sums it writes (dweight, dbias). */
+  sums: number;
+  /** Shared memory its parameters fix (a ring, a staged weight). */
+  fixedSharedBytes: number;
+}
+
+export const BWD_VARIANTS: readonly BackwardVariant[] = [
+  { "symbol": "normgen_layernorm_bwd_35f01099861a", "storage": "regs", "threads": 256, "vec": 8, "threadsPerRow": 256, "items": 2, "cluster": 1, "ctasPerSm": 1, "capacity": 4096, "recompute": true, "sums": 2, "fixedSharedBytes": 73728 },
+  { "symbol": "normgen_layernorm_bwd_4c7ad39bb834", "storage": "regs", "threads": 512, "vec": 8, "threadsPerRow": 512, "items": 4, "cluster": 1, "ctasPerSm": 1, "capacity": 16384, "recompute": true, "sums": 2, "fixedSharedBytes": 229376 },
+  { "symbol": "normgen_layernorm_bwd_d25c472dcf18", "storage": "global", "threads": 256, "vec": 1, "threadsPerRow": 256, "items": 0, "cluster": 1, "ctasPerSm": 2, "capacity": Infinity, "recompute": true, "sums": 2, "fixedSharedBytes": 0 },
+  { "symbol": "normgen_layernorm_bwd_9975d6ac7eab", "storage": "regs-smem", "threads": 256, "vec": 4, "threadsPerRow": 256, "items": 4, "cluster": 1, "ctasPerSm": 1, "capacity": 4096, "recompute": true, "sums": 2, "fixedSharedBytes": 131072 },
+  { "symbol": "normgen_layernorm_bwd_f62e953844b8", "storage": "regs", "threads": 128, "vec": 4, "threadsPerRow": 128, "items": 8, "cluster": 4, "ctasPerSm": 4, "capacity": 16384, "recompute": true, "sums": 2, "fixedSharedBytes": 65536 },
+  { "symbol": "normgen_layernorm_bwd_7dad68307b41", "storage": "global", "threads": 256, "vec": 1, "threadsPerRow": 256, "items": 0, "cluster": 1, "ctasPerSm": 2, "capacity": Infinity, "recompute": true, "sums": 2, "fixedSharedBytes": 0 },
+  { "symbol": "normgen_rmsnorm_bwd_34dd1bee6940", "storage": "regs", "threads": 128, "vec": 8, "threadsPerRow": 128, "items": 4, "cluster": 1, "ctasPerSm": 1, "capacity": 4096, "recompute": true, "sums": 1, "fixedSharedBytes": 73728 },
+  { "symbol": "normgen_rmsnorm_bwd_cf91a762c8a5", "storage": "regs", "threads": 512, "vec": 8, "threadsPerRow": 512, "items": 4, "cluster": 1, "ctasPerSm": 1, "capacity": 16384, "recompute": true, "sums": 1, "fixedSharedBytes": 163840 },
+  { "symbol": "normgen_rmsnorm_bwd_dffdc6b1d919", "storage": "global", "threads": 256, "vec": 1, "threadsPerRow": 256, "items": 0, "cluster": 1, "ctasPerSm": 2, "capacity": Infinity, "recompute": true, "sums": 1, "fixedSharedBytes": 0 },
+  { "symbol": "normgen_rmsnorm_bwd_444fa3bb3bf5", "storage": "regs-smem", "threads": 1024, "vec": 4, "threadsPerRow": 1024, "items": 1, "cluster": 1, "ctasPerSm": 1, "capacity": 4096, "recompute": true, "sums": 1, "fixedSharedBytes": 147456 },
+  { "symbol": "normgen_rmsnorm_bwd_78be1917cb64", "storage": "regs", "threads": 256, "vec": 4, "threadsPerRow": 256, "items": 8, "cluster": 2, "ctasPerSm": 1, "capacity": 16384, "recompute": true, "sums": 1, "fixedSharedBytes": 163840 },
+  { "symbol": "normgen_rmsnorm_bwd_ffb8ab0ebe76", "storage": "global", "threads": 256, "vec": 1, "threadsPerRow": 256, "items": 0, "cluster": 1, "ctasPerSm": 2, "capacity": Infinity, "recompute": true, "sums": 1, "fixedSharedBytes": 0 },
+];
+export const BWD_SPECS: readonly { key: string; generic: number }[] = [
+  { "key": "layernorm.bwd.bf16.w-same.bias", "generic": 2 },
+  { "key": "layernorm.bwd.fp32.w-same.bias", "generic": 5 },
+  { "key": "rmsnorm.bwd.bf16.w-same", "generic": 8 },
+  { "key": "rmsnorm.bwd.fp32.w-same", "generic": 11 },
+];
+/** Per TABLES entry, the backward its device uses: the one tuned with it, or (source: another table) that of a table of the same compute capability, else the nearest older, else the first that has one. */
+export const BWD_TABLES: readonly { source: number; rowBuckets: readonly number[]; entries: readonly { spec: string; hidden: number; rows: number; variant: number }[] }[] = [
+  // table 0: the backward tuned for table 0
+  {
+    source: 0,
+    rowBuckets: [32768],
+    entries: [
+      { "spec": "layernorm.bwd.bf16.w-same.bias", "hidden": 4096, "rows": 32768, "variant": 0 },
+      { "spec": "layernorm.bwd.bf16.w-same.bias", "hidden": 16384, "rows": 32768, "variant": 1 },
+      { "spec": "layernorm.bwd.fp32.w-same.bias", "hidden": 4096, "rows": 32768, "variant": 3 },
+      { "spec": "layernorm.bwd.fp32.w-same.bias", "hidden": 16384, "rows": 32768, "variant": 4 },
+      { "spec": "rmsnorm.bwd.bf16.w-same", "hidden": 4096, "rows": 32768, "variant": 6 },
+      { "spec": "rmsnorm.bwd.bf16.w-same", "hidden": 16384, "rows": 32768, "variant": 7 },
+      { "spec": "rmsnorm.bwd.fp32.w-same", "hidden": 4096, "rows": 32768, "variant": 9 },
+      { "spec": "rmsnorm.bwd.fp32.w-same", "hidden": 16384, "rows": 32768, "variant": 10 },
+    ],
+  },
+];
+
+/** Dynamic shared memory of a backward variant for rows of `hidden` (column sums staged in shared memory, plus what its parameters fix). */
+function backwardSharedBytes(v: BackwardVariant, hidden: number): number {
+  const sums = v.storage === 'regs-smem' || v.storage === 'loop' ? v.sums * Math.ceil(hidden / 4) * 4 * 4 : 0;
+  return sums + v.fixedSharedBytes;
+}
+
+/**
+ * The backward variant for a problem on a device (see tableFor), as normgen_select_backward
+ * picks it: in the device's backward table, the exact tuned key, else the nearest tuned hidden
+ * size whose variant can run it (capacity, saved statistics where it reads them, a vector width
+ * dividing the stride and the alignment in elements, shared memory within the tuned arch's),
+ * else the spec's generic variant. Null for a backward the package does not have.
+ */
+export function selectBackward(problem: BackwardProblem, device?: Device): { variant: BackwardVariant; path: 'exact' | 'nearest' | 'generic'; table: number } | null {
+  // Saved statistics or not, the same spec: variants that read them run only when given.
+  const key = backwardSpecKey(problem);
+  const spec = BWD_SPECS.find((s) => s.key.replace(/\.stats$/, '') === key);
+  if (!spec) return null;
+  const table = tableFor(device);
+  const bwd = BWD_TABLES[table];
+  const stride = problem.stride ?? problem.hidden;
+  const align = problem.alignmentElems ?? 16;
+  const ok = (v: BackwardVariant) =>
+    problem.hidden <= v.capacity &&
+    (v.recompute || problem.savedStats === true) &&
+    stride % v.vec === 0 &&
+    align % v.vec === 0 &&
+    backwardSharedBytes(v, problem.hidden) <= TABLES[table].maxSharedBytes;
+  const buckets = bwd.rowBuckets;
+  let bucket = buckets[0];
+  for (const b of buckets) if (Math.abs(Math.log2(b / problem.rows)) < Math.abs(Math.log2(bucket / problem.rows))) bucket = b;
+  let nearest: BackwardVariant | null = null;
+  let distance = 0;
+  for (const e of bwd.entries) {
+    const v = BWD_VARIANTS[e.variant];
+    if (e.spec !== spec.key || e.rows !== bucket || !ok(v)) continue;
+    if (e.hidden === problem.hidden) return { variant: v, path: 'exact', table };
+    const d = Math.abs(Math.log2(e.hidden / problem.hidden));
+    if (nearest === null || d < distance) [nearest, distance] = [v, d];
+  }
+  if (nearest) return { variant: nearest, path: 'nearest', table };
+  return { variant: BWD_VARIANTS[spec.generic], path: 'generic', table };
+}
+
+/** The key of a backward problem's kernel spec without saved statistics, as in BWD_SPECS. */
+export function backwardSpecKey(p: BackwardProblem): string {
+  const parts: string[] = [p.op, 'bwd', p.dtype, `w-${p.weight ?? 'same'}`];
+  if (p.weightOffset) parts.push('offset');
+  if (p.bias) parts.push('bias');
+  if (p.residual && p.residual !== 'none') parts.push(`res-${p.residual}`);
+  return parts.join('.');
+}
+

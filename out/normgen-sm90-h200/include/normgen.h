@@ -62,6 +62,9 @@ const char* normgen_last_error(void);
  * returns the previous setting. Launches fall back to plain ones where CUDA refuses it. */
 int normgen_set_programmatic_launch(int enabled);
 
+/* Defined where the package has backward kernels (built from a backward tuning database). */
+#define NORMGEN_HAS_BACKWARD 1
+
 /* One backward call: the gradients of a forward described by the same features.
  * dx = d loss / d x (plus dresidual), dweight and dbias summed over rows: fp32 partial
  * sums per CTA in `workspace`, then a second kernel adds them in a fixed order (no
@@ -88,9 +91,13 @@ typedef struct normgen_bwd_desc {
 /* Bytes of workspace normgen_backward needs for this call on the current device (0 on a bad call). */
 size_t normgen_backward_workspace_size(const normgen_bwd_desc* desc);
 normgen_status normgen_backward(const normgen_bwd_desc* desc);
-/* Which backward variant normgen_backward would run (index into the package's backward
- * variants), or -1; path 0 exact, 1 nearest, 2 generic. */
+/* Which backward variant normgen_backward would run on the current device (index into the
+ * package's backward variants), or -1; path 0 exact, 1 nearest, 2 generic. Each table's device
+ * uses the backward tuned with it; a table tuned without one uses that of a table of the same
+ * compute capability, else the nearest older, else the first that has one. */
 int normgen_select_backward(const normgen_bwd_desc* desc, int* path);
+/* As normgen_select_backward, for the device of the given table (normgen_table_for). */
+int normgen_select_backward_in(const normgen_bwd_desc* desc, int table, int* path);
 
 #ifdef __cplusplus
 }
