@@ -5,6 +5,7 @@
 #   DETACHED_STEPS='tune bwd-tune package bench-torch torch verify-quick torch-bwd' ... tune-start: a re-tune and
 #     every log the package feeds, in one detached run
 #   bash test/gpu/run.sh [torch] [bench-torch] [release-chains] [roofline-chains]     (Python and PyTorch only, no Node)
+#   DETACHED_STEPS=plain ... tune-start: the small shapes tuned under plain launches, and that table against torch
 #   bash .device/run.sh bash test/gpu/run.sh ab     a template change against the committed templates, after
 #     rm -rf .device/base && mkdir -p .device/base && git archive HEAD templates | tar -x -C .device/base
 # Logs and databases go to $OUT (default /tmp/normgen-gpu), named after the card (stem.sh: sm90-h200.jsonl.gz,
@@ -113,7 +114,7 @@ for step in "$@"; do
         # At most 8 files come back from a call: the database, and every log and smaller database in one archive.
         cp "$detached"/$stem.jsonl.gz "$out"/ 2>/dev/null
         (cd "$detached" && tar -czf "$out/logs.tar.gz" --exclude=$stem.jsonl.gz --exclude='*.part' --exclude=finished \
-          --exclude="normgen-$stem/src" --exclude="normgen-$stem/build" --exclude='*.so' -- *) 2>/dev/null
+          --exclude="normgen-$stem*/src" --exclude="normgen-$stem*/build" --exclude='*.so' -- *) 2>/dev/null
         # Each step's status line ("tune rc=0"); the run is done when every one of them is rc=0.
         statuses=$(grep -E '^[a-z-]+ rc=' "$detached/run.log" 2>/dev/null); [ -n "$statuses" ] && echo "$statuses"
         if [ ! -f "$detached/finished" ]; then echo "tune-wait: still running, call tune-wait again"; r=0
@@ -173,6 +174,25 @@ for step in "$@"; do
       make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&
         OUT="$out" timeout -s KILL 570 python3 "test/gpu/$script.py" "$pkg" "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
       r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
+    plain)
+      # Where the package trails torch only when launched plainly (after a kernel that does not
+      # release its dependents, as most of PyTorch's do not): hidden 1024-16384 at 32 and 2048 rows
+      # tuned under plain launches (NORMGEN_PDL=0), a package from that table, and it and $pkg
+      # against torch at those shapes, one after the other: does a plain-tuned table win there?
+      command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+      plain_grid=${PLAIN_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384 --rows 32,2048}
+      plain_specs=rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,layernorm.bf16.w-same.bias,rmsnorm.fp32.w-same,rmsnorm.fp32.w-same.res-same,layernorm.fp32.w-same.bias
+      plain_pkg=$out/normgen-$stem-plain
+      NORMGEN_PDL=0 screened_tune "${PLAIN_SECONDS:-300}" $plain_grid --db "$out/$stem-plain.jsonl" --report "$out/$stem-plain.md" > "$out/plain-tune.log" 2>&1 &&
+        node dist/cli/main.js build --db "$out/$stem-plain.jsonl" --out "$plain_pkg" > "$out/plain-package.log" 2>&1 &&
+        make -s -j"$(nproc)" -C "$plain_pkg" >> "$out/plain-package.log" 2>&1 && make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1
+      r=$?
+      for which in plain tuned; do
+        [ "$r" = 0 ] || break
+        timeout -s KILL 280 python3 test/gpu/bench_torch.py "$([ "$which" = plain ] && echo "$plain_pkg" || echo "$pkg")" "$out/bench_torch-$which-table.md" \
+          --budget-s 200 --hidden 1024,4096,8192,16384 --rows 32,2048 --specs "$plain_specs" > "$out/bench_torch-$which-table.log" 2>&1 || r=1
+      done
+      echo "plain rc=$r"; tail -1 "$out/bench_torch-tuned-table.log" 2>/dev/null ;;
     release-chains)
       # The package's short kernels in graphs of 200-4096 calls, released as tuned, at the start
       # and after the wait (NORMGEN_RELEASE): where the tuner's choice (timed in graphs of about
