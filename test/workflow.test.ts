@@ -1,7 +1,7 @@
 // The fleet re-tuning workflow (.github/workflows/retune.yml): its shape (a tune job per
-// GPU label uploading its database, a final job merging, building, checking and opening
-// a pull request), and every normgen command it runs is one the CLI accepts, with
-// options the command knows.
+// GPU label uploading its forward and backward databases, a final job merging, building,
+// checking and opening a pull request), and every normgen command it runs is one the CLI
+// accepts, with options the command knows.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
@@ -43,13 +43,16 @@ test('a tune job per GPU label on self-hosted runners, each uploading its databa
   assert.equal(entries.map((e) => e.gpu).sort(), ['h100', 'h200']);
   const labels = entries.map((e) => tune['runs-on'].map((l: string) => l.replace('${{ matrix.gpu }}', e.gpu)));
   assert.equal(labels, [['self-hosted', 'gpu-h100'], ['self-hosted', 'gpu-h200']]);
-  const [cmd] = normgenCommands('tune');
+  const [cmd, bwd] = normgenCommands('tune');
   assert.is(cmd[0], 'tune');
-  const db = cmd[cmd.indexOf('--db') + 1];
-  assert.is(db, 'tuning/$GPU.jsonl');
+  assert.is(cmd[cmd.indexOf('--db') + 1], 'tuning/$GPU.jsonl');
+  assert.is(bwd[0], 'tune');
+  assert.is(bwd[bwd.indexOf('--direction') + 1], 'bwd');
+  assert.is(bwd[bwd.indexOf('--db') + 1], 'tuning/bwd/$GPU.jsonl');
   const upload = steps('tune').find((s) => s.uses?.startsWith('actions/upload-artifact@'))!;
   assert.ok(upload, 'uploads an artifact');
   assert.match(String(upload.with!.path), /tuning\/\$\{\{ matrix\.gpu \}\}\.jsonl/);
+  assert.match(String(upload.with!.path), /tuning\/bwd\/\$\{\{ matrix\.gpu \}\}\.jsonl/);
   assert.is(upload.with!.name, 'tuning-${{ matrix.gpu }}');
   assert.is(tune.strategy['fail-fast'], false, 'one broken runner does not cancel the others');
 });
@@ -64,15 +67,18 @@ test('the final job downloads, merges, builds, checks and opens a pull request',
   assert.is(download.with!.pattern, 'tuning-*');
   assert.is(download.with!['merge-multiple'], true);
   const cmds = normgenCommands('package');
-  assert.equal(cmds.map((c) => c[0]), ['merge', 'build', 'check']);
-  const [merge, build, check] = cmds;
+  assert.equal(cmds.map((c) => c[0]), ['merge', 'merge', 'build', 'check']);
+  const [merge, mergeBwd, build, check] = cmds;
   const mergedTo = merge[merge.indexOf('--out') + 1];
-  assert.is(build[build.indexOf('--db') + 1], mergedTo, 'build reads the merged folder');
+  const bwdTo = mergeBwd[mergeBwd.indexOf('--out') + 1];
+  assert.is(mergeBwd[1], 'tuning/bwd/*.jsonl');
+  const buildDbs = build.flatMap((a, i) => (a === '--db' ? [build[i + 1]] : []));
+  assert.equal(buildDbs, [mergedTo, bwdTo], 'build reads both merged folders');
   assert.is(check[check.indexOf('--db') + 1], mergedTo, 'check reads the merged folder');
   const pr = steps('package').find((s) => s.run?.includes('gh pr create'))!;
   assert.ok(pr, 'opens a pull request with gh');
   assert.match(pr.env!.GH_TOKEN, /secrets\.GITHUB_TOKEN/);
-  assert.match(pr.run!, /git add out\/tuning\/fleet out\/normgen-fleet/);
+  assert.match(pr.run!, /git add out\/tuning\/fleet out\/tuning\/fleet-bwd out\/normgen-fleet/);
   assert.match(runs('package').join('\n'), /set -o pipefail/, 'a failing check is not hidden by tee');
 });
 
