@@ -12,20 +12,9 @@ export function addBackward(file: SourceFile, constant: (name: string, type: str
   file.addInterface({
     isExported: true,
     name: 'BackwardProblem',
-    docs: ['A backward call: the forward\'s features, and whether its saved mean/rstd are given.'],
-    properties: [
-      { name: 'op', type: "'rmsnorm' | 'layernorm'" },
-      { name: 'dtype', type: 'DType', docs: ["dy's dtype."] },
-      { name: 'weight', type: "'none' | 'fp32' | 'same'", hasQuestionToken: true },
-      { name: 'weightOffset', type: 'boolean', hasQuestionToken: true },
-      { name: 'bias', type: 'boolean', hasQuestionToken: true },
-      { name: 'residual', type: "'none' | 'same' | 'fp32'", hasQuestionToken: true },
-      { name: 'savedStats', type: 'boolean', hasQuestionToken: true, docs: ["The forward's mean/rstd are given (default: recomputed from x)."] },
-      { name: 'hidden', type: 'number' },
-      { name: 'rows', type: 'number' },
-      { name: 'stride', type: 'number', hasQuestionToken: true, docs: ['Row stride in elements of every tensor (default: hidden).'] },
-      { name: 'alignmentElems', type: 'number', hasQuestionToken: true, docs: ['Largest power of two, in elements, dividing every pointer (default 16).'] },
-    ],
+    extends: ["Omit<Problem, 'stats'>"],
+    docs: ["A backward call: the forward's features (dtype: dy's; stride: every tensor's), and whether its saved mean/rstd are given."],
+    properties: [{ name: 'savedStats', type: 'boolean', hasQuestionToken: true, docs: ["The forward's mean/rstd are given (default: recomputed from x)."] }],
   });
   file.addInterface({
     isExported: true,

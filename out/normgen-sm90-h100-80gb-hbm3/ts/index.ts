@@ -2258,7 +2258,11 @@ export function tableFor(device?: Device): number {
 
 /** The tuned row count standing for `rows` in a table: the nearest on a log scale. */
 export function rowBucket(rows: number, table = 0): number {
-  const buckets = TABLES[table].rowBuckets;
+  return nearestRows(TABLES[table].rowBuckets, rows);
+}
+
+/** Of tuned row counts (ascending), the nearest to `rows` on a log scale; the smaller of two as near. */
+function nearestRows(buckets: readonly number[], rows: number): number {
   let best = buckets[0];
   for (const b of buckets) if (Math.abs(Math.log2(b / rows)) < Math.abs(Math.log2(best / rows))) best = b;
   return best;
@@ -2309,23 +2313,10 @@ export function specKey(p: Problem): string {
   return parts.join('.');
 }
 
-/** A backward call: the forward's features, and whether its saved mean/rstd are given. */
-export interface BackwardProblem {
-  op: 'rmsnorm' | 'layernorm';
-  /** dy's dtype. */
-  dtype: DType;
-  weight?: 'none' | 'fp32' | 'same';
-  weightOffset?: boolean;
-  bias?: boolean;
-  residual?: 'none' | 'same' | 'fp32';
+/** A backward call: the forward's features (dtype: dy's; stride: every tensor's), and whether its saved mean/rstd are given. */
+export interface BackwardProblem extends Omit<Problem, 'stats'> {
   /** The forward's mean/rstd are given (default: recomputed from x). */
   savedStats?: boolean;
-  hidden: number;
-  rows: number;
-  /** Row stride in elements of every tensor (default: hidden). */
-  stride?: number;
-  /** Largest power of two, in elements, dividing every pointer (default 16). */
-  alignmentElems?: number;
 }
 
 export interface BackwardVariant {
@@ -2414,9 +2405,7 @@ export function selectBackward(problem: BackwardProblem, device?: Device): { var
     stride % v.vec === 0 &&
     align % v.vec === 0 &&
     backwardSharedBytes(v, problem.hidden) <= TABLES[table].maxSharedBytes;
-  const buckets = bwd.rowBuckets;
-  let bucket = buckets[0];
-  for (const b of buckets) if (Math.abs(Math.log2(b / problem.rows)) < Math.abs(Math.log2(bucket / problem.rows))) bucket = b;
+  const bucket = nearestRows(bwd.rowBuckets, problem.rows);
   let nearest: BackwardVariant | null = null;
   let distance = 0;
   for (const e of bwd.entries) {
