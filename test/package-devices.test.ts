@@ -17,7 +17,7 @@ import { fwdParams, type DbResult } from '../tuner/db.js';
 import { findNvcc } from '../tuner/nvcc.js';
 import { fakeBwdDb } from './fake-bwd-db.js';
 import { fakeDeviceDb } from './fake-device-db.js';
-import { buildTestPackage, importPackageTs, SELECT_PATHS } from './test-package.js';
+import { assertBackwardWinners, buildTestPackage, importPackageTs, SELECT_PATHS } from './test-package.js';
 import { CLI, DB } from './paths.js';
 
 const H100 = 'NVIDIA H100 80GB HBM3';
@@ -139,16 +139,7 @@ test('backward in a package of two devices: each device its own table; C and Typ
   }
   // The exact picks are each device's tuned winners, and the two devices' winners differ.
   const dispatch = JSON.parse(readFileSync(join(pkg.dir, 'dispatch.json'), 'utf8'));
-  const picks = (table: number) =>
-    dispatch.tables[table].backward.entries.map((e: { spec: string; hidden: number; params: Record<string, unknown> }) => {
-      const device = { name: pkg.mod.TABLES[table].device, computeCapability: 90 };
-      const v = pkg.mod.selectBackward({ op: e.spec.split('.')[0], dtype: 'bf16', bias: e.spec.includes('.bias'), hidden: e.hidden, rows: 32768 }, device);
-      assert.is(v.table, table);
-      assert.is(v.path, 'exact');
-      for (const k of ['storage', 'threads', 'vec', 'threadsPerRow', 'items', 'ctasPerSm']) assert.is(v.variant[k], e.params[k], `${e.spec} h${e.hidden} ${k}`);
-      return v.variant;
-    });
-  const [onH200, onH100] = [picks(0), picks(1)];
+  const [onH200, onH100] = assertBackwardWinners(pkg.mod, dispatch);
   assert.ok(onH200.some((v: unknown, i: number) => v !== onH100[i]), 'the H100 table has other backward winners');
   assert.equal(exact.get('NVIDIA H800'), exact.get('NVIDIA H200'), 'an untuned sm90 GPU: the first sm90 table');
   assert.equal(exact.get(A100), exact.get('NVIDIA H200'), 'older than every table: the first');

@@ -32,11 +32,14 @@ static void report(const char* name, normgen_fwd_desc d) {
   printf("%s %d %s\n", name, (int)s, normgen_last_error());
 }
 
+static normgen_op op_of(const char* s) { return strcmp(s, "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM; }
+static normgen_dtype dtype_of(const char* s) { return strcmp(s, "fp32") == 0 ? NORMGEN_FP32 : strcmp(s, "fp16") == 0 ? NORMGEN_FP16 : NORMGEN_BF16; }
+
 /* One selection: f = OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] (n = 7 or 9). */
 static void select_one(int n, char** f) {
   normgen_fwd_desc d = base();
-  d.op = strcmp(f[0], "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM;
-  d.dtype = strcmp(f[1], "fp32") == 0 ? NORMGEN_FP32 : strcmp(f[1], "fp16") == 0 ? NORMGEN_FP16 : NORMGEN_BF16;
+  d.op = op_of(f[0]);
+  d.dtype = dtype_of(f[1]);
   d.weight_dtype = d.dtype;
   d.has_bias = d.op == NORMGEN_LAYERNORM;
   if (strcmp(f[2], "same") == 0) {
@@ -58,8 +61,8 @@ static void select_one(int n, char** f) {
 static void select_bwd_one(int n, char** f) {
   normgen_bwd_desc d;
   memset(&d, 0, sizeof d);
-  d.op = strcmp(f[0], "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM;
-  d.dtype = strcmp(f[1], "fp32") == 0 ? NORMGEN_FP32 : strcmp(f[1], "fp16") == 0 ? NORMGEN_FP16 : NORMGEN_BF16;
+  d.op = op_of(f[0]);
+  d.dtype = dtype_of(f[1]);
   d.weight_dtype = d.dtype; d.residual_dtype = NORMGEN_NONE;
   d.has_bias = d.op == NORMGEN_LAYERNORM;
   d.x = (const void*)(uintptr_t)(0x100000 + atoi(f[5]) % 16);

@@ -55,12 +55,11 @@ export function assertSamePackage(expected: string, emitted: string) {
 /**
  * Every tuned backward problem of each table in dispatch.json: the package's TypeScript
  * selectBackward on that table's device takes the exact path to a variant of the tuned
- * parameters. Returns how many were checked.
+ * parameters. Returns the variants picked, per table in its entries' order.
  */
-export function assertBackwardWinners(mod: { selectBackward: Function; TABLES: { device: string; computeCapability: number }[] }, dispatch: { tables: { backward?: { entries: BackwardEntry[] } }[] }): number {
-  let checked = 0;
-  dispatch.tables.forEach((t, table) => {
-    for (const e of t.backward?.entries ?? []) {
+export function assertBackwardWinners(mod: { selectBackward: Function; TABLES: { device: string; computeCapability: number }[] }, dispatch: { tables: { backward?: { entries: BackwardEntry[] } }[] }): unknown[][] {
+  return dispatch.tables.map((t, table) =>
+    (t.backward?.entries ?? []).map((e) => {
       const [op, , dtype] = e.spec.split('.');
       const device = { name: mod.TABLES[table].device, computeCapability: mod.TABLES[table].computeCapability };
       const got = mod.selectBackward({ op, dtype, bias: e.spec.includes('.bias'), savedStats: e.spec.endsWith('.stats'), hidden: e.hidden, rows: e.rows }, device);
@@ -69,10 +68,9 @@ export function assertBackwardWinners(mod: { selectBackward: Function; TABLES: {
       assert.is(got.table, table, label);
       for (const key of ['storage', 'threads', 'vec', 'threadsPerRow', 'items', 'ctasPerSm', 'recompute'])
         assert.is(got.variant[key], e.params[key], `${label}: ${key}`);
-      checked++;
-    }
-  });
-  return checked;
+      return got.variant;
+    }),
+  );
 }
 
 interface BackwardEntry {

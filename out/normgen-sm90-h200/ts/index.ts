@@ -2445,12 +2445,9 @@ export function selectBackward(problem: BackwardProblem, device?: Device): { var
   return { variant: BWD_VARIANTS[spec.generic], path: 'generic', table };
 }
 
-/** The key of a backward problem's kernel spec without saved statistics, as in BWD_SPECS. */
+/** The key of a backward problem's kernel spec without saved statistics, as in BWD_SPECS: the forward's with `bwd` after the op. */
 export function backwardSpecKey(p: BackwardProblem): string {
-  const parts: string[] = [p.op, 'bwd', p.dtype, `w-${p.weight ?? 'same'}`];
-  if (p.weightOffset) parts.push('offset');
-  if (p.bias) parts.push('bias');
-  if (p.residual && p.residual !== 'none') parts.push(`res-${p.residual}`);
-  return parts.join('.');
+  const [op, ...rest] = specKey({ ...p, stats: false }).split('.');
+  return [op, 'bwd', ...rest].join('.');
 }
 
