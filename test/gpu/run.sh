@@ -183,8 +183,10 @@ for step in "$@"; do
       plain_grid=${PLAIN_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384 --rows 32,2048}
       plain_specs=rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,layernorm.bf16.w-same.bias,rmsnorm.fp32.w-same,rmsnorm.fp32.w-same.res-same,layernorm.fp32.w-same.bias
       plain_pkg=$out/normgen-$stem-plain
-      NORMGEN_PDL=0 screened_tune "${PLAIN_SECONDS:-300}" $plain_grid --db "$out/$stem-plain.jsonl" --report "$out/$stem-plain.md" > "$out/plain-tune.log" 2>&1 &&
-        node dist/cli/main.js build --db "$out/$stem-plain.jsonl" --out "$plain_pkg" > "$out/plain-package.log" 2>&1 &&
+      # A tune cut short by its time still leaves its finished problems in the database: the package is built from those.
+      NORMGEN_PDL=0 screened_tune "${PLAIN_SECONDS:-480}" $plain_grid --db "$out/$stem-plain.jsonl" --report "$out/$stem-plain.md" > "$out/plain-tune.log" 2>&1
+      echo "plain-tune rc=$? (137: stopped after ${PLAIN_SECONDS:-480} s)" >> "$out/plain-tune.log"
+      [ -s "$out/$stem-plain.jsonl" ] && node dist/cli/main.js build --db "$out/$stem-plain.jsonl" --out "$plain_pkg" > "$out/plain-package.log" 2>&1 &&
         make -s -j"$(nproc)" -C "$plain_pkg" >> "$out/plain-package.log" 2>&1 && make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1
       r=$?
       for which in plain tuned; do
