@@ -185,7 +185,7 @@ for step in "$@"; do
       plain_pkg=$out/normgen-$stem-plain
       # A tune cut short by its time still leaves its finished problems in the database: the package is built from those.
       NORMGEN_PDL=0 screened_tune "${PLAIN_SECONDS:-480}" $plain_grid --db "$out/$stem-plain.jsonl" --report "$out/$stem-plain.md" > "$out/plain-tune.log" 2>&1
-      echo "plain-tune rc=$? (137: stopped after ${PLAIN_SECONDS:-480} s)" >> "$out/plain-tune.log"
+      r=$?; echo "plain-tune rc=$r$([ "$r" = 137 ] && echo ": stopped after ${PLAIN_SECONDS:-480} s, the package is built from what it saved")" >> "$out/plain-tune.log"
       [ -s "$out/$stem-plain.jsonl" ] && node dist/cli/main.js build --db "$out/$stem-plain.jsonl" --out "$plain_pkg" > "$out/plain-package.log" 2>&1 &&
         make -s -j"$(nproc)" -C "$plain_pkg" >> "$out/plain-package.log" 2>&1 && make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1
       r=$?
