@@ -101,7 +101,13 @@ for step in "$@"; do
       elif [ ! -f "$detached/run.log" ]; then
         # A fresh machine: the one tune-start ran on was released, the run with it. The tune step
         # resumes from the database carried in .device/db (the last wait's, copied there).
-        if [ -f .device/db/$stem.jsonl.gz ]; then
+        # Only over the grid the database was started with: a call without that start's TUNE_GRID
+        # would tune run.sh's default grid instead and call it done.
+        db_grid=$(gunzip -c .device/db/$stem.jsonl.gz 2>/dev/null | grep -m1 '"kind":"session"' |
+          sed -n 's/.*"command":"normgen tune --arch sm90 --budget screen:4 *\(.*\) --db .*/\1/p')
+        if [ -f .device/db/$stem.jsonl.gz ] && [ "$(echo $db_grid)" != "$(echo $tune_grid)" ]; then
+          echo "tune-wait: the database in .device/db was started over ${db_grid:+the grid }'${db_grid:-the default grid}', not this call's '$tune_grid': call again with TUNE_GRID='${db_grid:- }'"; r=1
+        elif [ -f .device/db/$stem.jsonl.gz ]; then
           echo "tune-wait: no detached run on this machine (released since): restarted from the database in .device/db"
           start_detached
         else
