@@ -102,7 +102,7 @@ for step in "$@"; do
         # A fresh machine: the one tune-start ran on was released, the run with it. The tune step
         # resumes from the database carried in .device/db (the last wait's, copied there).
         # Only over the grid the database was started with: a call without that start's TUNE_GRID
-        # would tune run.sh's default grid instead and call it done.
+        # would tune run.sh's reduced default grid instead and call it done.
         db_grid=$(gunzip -c .device/db/$stem.jsonl.gz 2>/dev/null | grep -m1 '"kind":"session"' |
           sed -n 's/.*"command":"normgen tune --arch sm90 --budget screen:4 *\(.*\) --db .*/\1/p')
         if [ -f .device/db/$stem.jsonl.gz ] && [ "$(echo $db_grid)" != "$(echo $tune_grid)" ]; then
