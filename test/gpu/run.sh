@@ -85,7 +85,7 @@ for step in "$@"; do
       # TUNE_WAIT seconds (default 570) and copies its files so far to $out. The machine must
       # stay held between calls (the next call at once), or the run is lost with it: a tune-wait
       # on a fresh machine starts it again, resuming from the database carried in .device/db.
-      detached=/tmp/normgen-detached-tune
+      detached=${DETACHED_DIR:-/tmp/normgen-detached-tune}  # test/run-sh.test.ts sets its own
       start_detached() {
         rm -rf "$detached" && mkdir -p "$detached"
         # Created here, not by the detached shell: a tune-wait right after (same call) finds it.
