@@ -14,6 +14,7 @@ out=${OUT:-/tmp/normgen-gpu}
 export NORMGEN_PDL=0 AB_SECONDS=${AB_SECONDS:-150}
 export AB_GRID=${PREWAIT_GRID:---op rmsnorm,rmsnorm+residual,layernorm --dtype bf16,fp32 --hidden 1024,4096 --rows 32}
 saved=$(mktemp -d)
+trap 'rm -rf "$saved"' EXIT
 cp -r templates "$saved/" && cp tuner/native/runner.cu "$saved/"
 rm -rf .device/base && mkdir -p .device/base && cp -r templates .device/base/  # the base: the templates as carried
 # Replace one exact piece of a file, or fail: a template that moved on must not be timed unpatched.

@@ -26,7 +26,8 @@ pkg=${PKG:-out/normgen-$stem}
 rc=0
 # A tune of the committed tune's kind (sm90, screened, budget screen:4), killed after $1 seconds;
 # the other arguments are tune's (a grid, --db, --report).
-screened_tune() { local seconds=$1; shift; timeout -s KILL "$seconds" node dist/cli/main.js tune --arch sm90 --budget screen:4 "$@"; }
+screened_args='--arch sm90 --budget screen:4'
+screened_tune() { local seconds=$1; shift; timeout -s KILL "$seconds" node dist/cli/main.js tune $screened_args "$@"; }
 # A process that has not exited (an exited, unreaped child is a zombie: state Z).
 alive() { local state; state=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null); [ -n "$state" ] && [ "$state" != Z ]; }
 for step in "$@"; do
@@ -101,15 +102,17 @@ for step in "$@"; do
       elif [ ! -f "$detached/run.log" ]; then
         # A fresh machine: the one tune-start ran on was released, the run with it. The tune step
         # resumes from the database carried in .device/db (the last wait's, copied there).
-        # Only over the grid the database was started with: a call without that start's TUNE_GRID
-        # would tune run.sh's reduced default grid instead and call it done.
-        db_grid=$(gunzip -c .device/db/$stem.jsonl.gz 2>/dev/null | grep -m1 '"kind":"session"' |
-          sed -n 's/.*"command":"normgen tune --arch sm90 --budget screen:4 *\(.*\) --db .*/\1/p')
-        if [ -f .device/db/$stem.jsonl.gz ] && [ "$(echo $db_grid)" != "$(echo $tune_grid)" ]; then
-          echo "tune-wait: the database in .device/db was started over ${db_grid:+the grid }'${db_grid:-the default grid}', not this call's '$tune_grid': call again with TUNE_GRID='${db_grid:- }'"; r=1
-        elif [ -f .device/db/$stem.jsonl.gz ]; then
-          echo "tune-wait: no detached run on this machine (released since): restarted from the database in .device/db"
-          start_detached
+        if [ -f .device/db/$stem.jsonl.gz ]; then
+          # Only over the grid the database was started with (its first session's command): a call
+          # without that start's TUNE_GRID would tune run.sh's reduced default grid and call it done.
+          db_grid=$(gunzip -c .device/db/$stem.jsonl.gz | grep -m1 '"kind":"session"' |
+            sed -n "s/.*\"command\":\"normgen tune $screened_args *\(.*\) --db .*/\1/p")
+          if [ "$(echo $db_grid)" != "$(echo $tune_grid)" ]; then
+            echo "tune-wait: the database in .device/db was started over ${db_grid:+the grid }'${db_grid:-the default grid}', not this call's '$tune_grid': call again with TUNE_GRID='${db_grid:- }'"; r=1
+          else
+            echo "tune-wait: no detached run on this machine (released since): restarted from the database in .device/db"
+            start_detached
+          fi
         else
           echo "tune-wait: no detached run on this machine (released since tune-start) and no database in .device/db to resume: copy the last wait's $stem.jsonl.gz there"; r=1
         fi
