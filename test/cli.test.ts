@@ -21,6 +21,9 @@ test('bad input: one clear line on stderr, exit code 2', () => {
     [['generate', '--hidden', '64', '--out', '/dev/null/sub'], /cannot write to output folder/],
     [['tune', '--hidden', '64'], /--arch is required/],
     [['tune', '--arch', 'sm90', '--budget', 'lots'], /--budget must be/],
+    [['tune', '--arch', 'sm90', '--seed-keep', '8'], /--seed-keep applies to --seed/],
+    [['tune', '--arch', 'sm90', '--seed', '/nonexistent/old.jsonl'], /tuning database \/nonexistent\/old.jsonl does not exist/],
+    [['tune', '--backend', 'wgsl', '--seed', 'old.jsonl'], /--seed is for --backend cuda/],
     [['list', '--backend', 'wgsl', '--hidden', '64'], /WGSL has no bf16/],
     [['generate', '--direction', 'bwd', '--backend', 'wgsl', '--dtype', 'fp32', '--hidden', '64', '--out', '/tmp/x'], /--backend wgsl has no backward kernels/],
   ];

@@ -57,6 +57,8 @@ export interface DbSession {
   launch?: 'programmatic' | 'plain';
   /** Programmatic runs: the fewest launches in a final timing's graph (a chain's steady state; absent before it existed). */
   chainLaunches?: number;
+  /** A seeded re-tune (tune --seed): the earlier database, variants kept per problem, problems it seeded. */
+  seed?: { db: string; keep: number; problems: number };
 }
 
 /** screen: a short timing used by --budget to pick candidates; final: the full one. */

@@ -89,6 +89,7 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     `- device-to-device copy bandwidth (same process, cudaMemcpy of 1 GiB, read + write): ${copyLine(db.sessions)}`,
     `- this run: ${seconds.toFixed(0)} s; runner restarts after faults or hangs: ${restarts}`,
     ...resumedLine(db),
+    ...seedLine(db),
     `- measurements in the database: ${db.results.length} (${[...statuses].map(([s, n]) => `${s} ${n}`).join(', ')})`,
     `- problems with rows x hidden >= 16M elements: ${large.count}, of which at >= ${100 * TARGET_FRACTION}% of copy bandwidth: ${large.atTarget}; lowest: ${(100 * large.minFraction).toFixed(1)}%${large.worst ? ` (${winnerRow(large.worst)[0]})` : ''}`,
     '',
@@ -103,6 +104,16 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     '',
   ];
   return out.join('\n');
+}
+
+/** A seeded re-tune: which problems were timed on only part of the space. */
+function seedLine(db: TuningDb): string[] {
+  const seeded = db.sessions.filter((s) => s.seed && s.templateHash === db.sessions[db.sessions.length - 1].templateHash);
+  return seeded.map(
+    ({ seed }) =>
+      `- seeded re-tune (session of \`--seed ${seed!.db}\`): ${seed!.problems} problems timed only that tune's ${seed!.keep} fastest variants, ` +
+      'the baseline and variants it never tried; the others the whole space',
+  );
 }
 
 /** With more than one session of these templates: their time in all (a resumed tune). */

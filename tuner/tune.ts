@@ -1,6 +1,7 @@
 // `normgen tune`: space -> render -> compile (pool) -> verify + time (GPU) -> database.
 // Compiling runs ahead on all cores while the GPUs measure what is already built.
 
+import { basename } from 'node:path';
 import type { Arch } from '../generator/arch.js';
 import { bytesMoved, InputError, isBackward, problemKey, specKey, type Problem } from '../generator/problem.js';
 import type { Variant } from '../generator/variant.js';
@@ -14,6 +15,7 @@ import { nvccVersion } from './nvcc.js';
 import { buildRunner, Runner } from './runner.js';
 import { gridProblems, type GridSpec } from './grid.js';
 import { SearchPlan, type Search } from './search.js';
+import type { TuneSeed } from './seed.js';
 import { trackProgress, type Progress } from './progress.js';
 
 export type { Search } from './search.js';
@@ -28,6 +30,8 @@ export interface TuneOptions {
   command: string;
   /** Forward (default) or backward kernels: one direction per database. */
   direction?: Direction;
+  /** An earlier tune whose fastest variants are all that finished problems re-time (tuner/seed.ts). */
+  seed?: TuneSeed;
   /** Extra variants to measure with each problem (the tuner's tests use broken ones). */
   extraVariants?: (p: Problem) => Variant[];
   onProgress?: (p: Progress) => void;
@@ -65,19 +69,31 @@ interface Unit {
 
 const ops = (o: TuneOptions) => (o.direction === 'bwd' ? BACKWARD : FORWARD);
 
-function variantsOf(o: TuneOptions, problem: Problem): AnyVariant[] {
-  const byId = new Map<string, AnyVariant>(ops(o).variants(problem, o.arch).map((v) => [v.id, v]));
+/** A problem's variants: the space (what a seed keeps of it) and the extra ones. */
+function variantsOf(o: TuneOptions, problem: Problem, seeding: SeedCount): AnyVariant[] {
+  const space = ops(o).variants(problem, o.arch);
+  const chosen = o.seed?.choose(problem, space, ops(o).baseline(problem, o.arch).id) ?? { variants: space, seeded: false };
+  seeding.space += space.length;
+  seeding.kept += chosen.variants.length;
+  if (chosen.seeded) seeding.problems++;
+  const byId = new Map<string, AnyVariant>(chosen.variants.map((v) => [v.id, v]));
   for (const v of o.extraVariants?.(problem) ?? []) byId.set(v.id, v);
   return [...byId.values()];
 }
 
+interface SeedCount {
+  problems: number;
+  space: number;
+  kept: number;
+}
+
 /** Problems sharing a kernel spec and hidden size share one compile unit. */
-function planUnits(o: TuneOptions, problems: Problem[]): Unit[] {
+function planUnits(o: TuneOptions, problems: Problem[], seeding: SeedCount): Unit[] {
   const units = new Map<string, Unit>();
   for (const problem of problems) {
     const key = `${specKey(problem)}.h${problem.hidden}`;
     const unit: Unit = units.get(key) ?? { key, problems: [], variants: new Map(), perProblem: new Map() };
-    const variants = variantsOf(o, problem);
+    const variants = variantsOf(o, problem, seeding);
     unit.problems.push(problem);
     unit.perProblem.set(problem, variants);
     for (const v of variants) unit.variants.set(v.id, v);
@@ -110,6 +126,9 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const copyByGpu = new Map<number, number>();
   for (const r of runners) copyByGpu.set(r.gpu, await copyBandwidth(r));
   const copyGbps = copyByGpu.get(runners[0].gpu)!;
+  const { problems, skipped: tooLarge } = gridProblems(o.grid, device.memoryBytes, o.direction ?? 'fwd');
+  const seeding: SeedCount = { problems: 0, space: 0, kept: 0 };
+  const units = planUnits(o, problems, seeding);
   const session = db.startSession({
     started: new Date().toISOString(),
     command: o.command,
@@ -120,13 +139,17 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     ...(runners.length > 1 ? { copyGbpsByGpu: Object.fromEntries(copyByGpu) } : {}),
     launch: programmaticLaunch ? 'programmatic' : 'plain',
     ...(programmaticLaunch && FULL.chainLaunches ? { chainLaunches: FULL.chainLaunches } : {}),
+    ...(o.seed ? { seed: { db: basename(o.seed.path), keep: o.seed.keep, problems: seeding.problems } } : {}),
   });
   const copies = [...copyByGpu].map(([gpu, gbps]) => (runners.length > 1 ? `GPU ${gpu} ` : '') + `${gbps.toFixed(0)} GB/s`).join(', ');
   o.log?.(`${device.name} (${device.arch}, ${device.sms} SMs): copy bandwidth ${copies}; database ${o.dbPath} (${db.results.length} results already)`);
-
-  const { problems, skipped: tooLarge } = gridProblems(o.grid, device.memoryBytes, o.direction ?? 'fwd');
   if (tooLarge.length) o.log?.(`skipping ${tooLarge.length} problems that do not fit in ${(device.memoryBytes / 2 ** 30).toFixed(0)} GiB`);
-  const units = planUnits(o, problems);
+  if (o.seed)
+    o.log?.(
+      `seeded by ${o.seed.path}: ${seeding.problems} of ${problems.length} problems, finished there, time its ${o.seed.keep} fastest variants ` +
+        `(with the baseline and variants it never tried); ${seeding.kept} of ${seeding.space} variants in all`,
+    );
+
   const plan = new SearchPlan(db, o.search, (p) => ops(o).baseline(p, o.arch).id);
   const ids = (vs: AnyVariant[]) => vs.map((v) => v.id);
   const { tick, counted, worked } = trackProgress(plan.count(units.flatMap((u) => [...u.perProblem].map(([p, vs]): [Problem, string[]] => [p, ids(vs)]))), o.onProgress);

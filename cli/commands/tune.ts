@@ -11,6 +11,7 @@ import { WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
 import { tuneReport } from '../../tuner/tune-report.js';
 import { tune, type Search } from '../../tuner/tune.js';
 import { TuningDb } from '../../tuner/db.js';
+import { DEFAULT_SEED_KEEP, TuneSeed } from '../../tuner/seed.js';
 import { DAWN_BACKENDS, parseAdapter } from '../../tuner/wgsl/adapter.js';
 import { wgslTuneReport, wgslWinnerTable } from '../../tuner/wgsl/report.js';
 import { tuneWgsl, type WgslDb } from '../../tuner/wgsl/tune.js';
@@ -37,12 +38,18 @@ export const builder = (y: Argv) =>
     .option('stats', { type: 'boolean', default: false, describe: 'bwd: the saved statistics are given (reading them or recomputing is then tuned)' })
     .option('budget', { type: 'string', default: 'none', describe: 'none (exhaustive) or screen[:N]: time all briefly, re-time the best N (default 4)' })
     .option('db', { type: 'string', describe: 'tuning database (JSON lines; resumed when it exists). Default out/tuning/<arch>.jsonl, wgsl: out/tuning/wgsl-<Dawn backend>.jsonl' })
-    .option('report', { type: 'string', describe: 'also write a markdown performance log here' });
+    .option('report', { type: 'string', describe: 'also write a markdown performance log here' })
+    .option('seed', {
+      type: 'string',
+      describe: 'cuda: re-tune from an earlier database (e.g. tuned with older templates): problems it finished time only its fastest variants, the baseline and variants it never tried',
+    })
+    .option('seed-keep', { type: 'number', describe: `with --seed: the earlier tune's fastest variants kept per problem (default ${DEFAULT_SEED_KEEP})` });
 
 type TuneArgs = {
   backend: string; arch?: string; adapter?: string; maxSeconds?: number; cudaDb?: string;
   op?: string; dtype?: string; hidden?: string; rows?: string; residual?: string;
   gpus: string; jobs: number; budget: string; db?: string; report?: string; direction: string; stats: boolean;
+  seed?: string; seedKeep?: number;
 };
 
 export async function handler(args: TuneArgs): Promise<void> {
@@ -50,6 +57,7 @@ export async function handler(args: TuneArgs): Promise<void> {
     if (args.direction !== 'fwd' || args.stats) throw new InputError('--backend wgsl tunes forward kernels only');
     return tuneWgslCommand(args);
   }
+  if (args.seedKeep !== undefined && args.seed === undefined) throw new InputError('--seed-keep applies to --seed (a seeded re-tune)');
   for (const o of ['adapter', 'maxSeconds', 'cudaDb'] as const)
     if (args[o] !== undefined) throw new InputError(`--${o.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is for --backend wgsl`);
   const direction = args.direction === 'bwd' ? 'bwd' : 'fwd';
@@ -59,6 +67,8 @@ export async function handler(args: TuneArgs): Promise<void> {
   const grid = gridFromArgs(args);
   const gpus = parseGpus(args.gpus);
   const search = parseBudget(args.budget);
+  // Read first: a bad seed fails before any work.
+  const seed = args.seed === undefined ? undefined : TuneSeed.read(args.seed, args.seedKeep ?? DEFAULT_SEED_KEEP, direction === 'bwd');
   const command = ['normgen tune', ...process.argv.slice(3)].join(' ');
   const started = performance.now();
   const dbPath = args.db ?? join('out', 'tuning', `${arch.name}${direction === 'bwd' ? '-bwd' : ''}.jsonl`);
@@ -72,6 +82,7 @@ export async function handler(args: TuneArgs): Promise<void> {
     dbPath,
     command,
     direction,
+    seed,
     onProgress: progressReporter('tune'),
     log: (l) => console.error(l),
   });
@@ -88,6 +99,7 @@ export async function handler(args: TuneArgs): Promise<void> {
 
 async function tuneWgslCommand(args: TuneArgs): Promise<void> {
   if (args.arch) throw new InputError('--arch is for --backend cuda; WGSL tunes the adapter named by --adapter');
+  if (args.seed !== undefined || args.seedKeep !== undefined) throw new InputError('--seed is for --backend cuda');
   if (args.gpus !== '0') throw new InputError('--gpus is for --backend cuda; WGSL tunes one adapter');
   if (args.maxSeconds !== undefined && !(args.maxSeconds >= 0)) throw new InputError(`--max-seconds must be a number >= 0, got ${args.maxSeconds}`);
   const adapter = parseAdapter(args.adapter);

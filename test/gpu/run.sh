@@ -6,6 +6,7 @@
 #     every log the package feeds, in one detached run
 #   bash test/gpu/run.sh [torch] [bench-torch] [release-chains] [roofline-chains]     (Python and PyTorch only, no Node)
 #   DETACHED_STEPS=plain ... tune-start: the small shapes tuned under plain launches, and that table against torch
+#   TUNE_SEED=out/tuning/<stem>.jsonl.gz ... tune: a seeded re-tune after a template change (tune --seed)
 #   bash .device/run.sh bash test/gpu/run.sh ab     a template change against the committed templates, after
 #     rm -rf .device/base && mkdir -p .device/base && git archive HEAD templates | tar -x -C .device/base
 # Logs and databases go to $OUT (default /tmp/normgen-gpu), named after the card (stem.sh: sm90-h200.jsonl.gz,
@@ -75,8 +76,9 @@ for step in "$@"; do
       snapshot() { gzip -n -c "$out/$stem.jsonl" > "$out/$stem.jsonl.gz.part" && mv "$out/$stem.jsonl.gz.part" "$out/$stem.jsonl.gz"; }
       ( while sleep 60; do [ -f "$out/$stem.jsonl" ] && snapshot; done ) &
       snapshots=$!
+      # TUNE_SEED: a seeded re-tune from that earlier database (after the grid and --db, where the restart guard reads them).
       screened_tune "$tune_seconds" $tune_grid \
-        --db "$out/$stem.jsonl" --report "$out/$stem.md" > "$out/tune.log" 2>&1
+        --db "$out/$stem.jsonl" --report "$out/$stem.md" ${TUNE_SEED:+--seed "$TUNE_SEED"} > "$out/tune.log" 2>&1
       r=$?; echo "tune rc=$r"; tail -2 "$out/tune.log"
       kill $snapshots; wait $snapshots 2>/dev/null
       snapshot && rm "$out/$stem.jsonl" ;;
