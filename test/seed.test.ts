@@ -107,7 +107,7 @@ test('a seeded tune times the seed\'s fastest variants of the problems it finish
   }
   const db = TuningDb.read(newPath);
   assert.equal(db.sessions[0].seed, { db: 'old.jsonl', keep: 3, problems: 2 });
-  assert.match(tuneReport(db, 0, 0), "seeded re-tune (session of `--seed old.jsonl`): 2 problems timed only that tune's 3 fastest variants");
+  assert.match(tuneReport(db, 0, 0), "seeded re-tune (a run with `--seed old.jsonl`): in 2 problems that tune finished, only its 3 fastest variants");
 });
 
 test.run();

@@ -73,14 +73,8 @@ export class TuneSeed {
  * the problem was screened (every variant was), else by full timing (an exhaustive tune).
  */
 function rankProblems(results: DbResult[], keep: number): Map<string, SeedProblem> {
-  const byProblem = new Map<string, DbResult[]>();
-  for (const r of results) {
-    const rs = byProblem.get(r.problemKey);
-    if (rs) rs.push(r);
-    else byProblem.set(r.problemKey, [r]);
-  }
   const out = new Map<string, SeedProblem>();
-  for (const [key, rs] of byProblem) {
+  for (const [key, rs] of groupByProblem(results)) {
     if (!rs.some((r) => r.stage === 'final' && r.status === 'OK')) continue; // not finished there
     const stage = rs.some((r) => r.stage === 'screen') ? 'screen' : 'final';
     const best = new Map<string, number>();
@@ -91,6 +85,17 @@ function rankProblems(results: DbResult[], keep: number): Map<string, SeedProble
     }
     const fastest = [...best].sort((a, b) => a[1] - b[1]).slice(0, keep).map(([k]) => k);
     out.set(key, { fastest: new Set(fastest), tried: new Set(rs.map((r) => paramsKey(r.params))) });
+  }
+  return out;
+}
+
+/** Results by their problem's key, in database order. */
+export function groupByProblem<R extends DbResult>(results: R[]): Map<string, R[]> {
+  const out = new Map<string, R[]>();
+  for (const r of results) {
+    const rs = out.get(r.problemKey);
+    if (rs) rs.push(r);
+    else out.set(r.problemKey, [r]);
   }
   return out;
 }

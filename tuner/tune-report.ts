@@ -111,8 +111,8 @@ function seedLine(db: TuningDb): string[] {
   const seeded = db.sessions.filter((s) => s.seed && s.templateHash === db.sessions[db.sessions.length - 1].templateHash);
   return seeded.map(
     ({ seed }) =>
-      `- seeded re-tune (session of \`--seed ${seed!.db}\`): ${seed!.problems} problems timed only that tune's ${seed!.keep} fastest variants, ` +
-      'the baseline and variants it never tried; the others the whole space',
+      `- seeded re-tune (a run with \`--seed ${seed!.db}\`): in ${seed!.problems} problems that tune finished, only its ${seed!.keep} fastest variants, ` +
+      'the baseline and variants it never tried were to be timed (what earlier runs measured stays); in the others, the whole space',
   );
 }
 

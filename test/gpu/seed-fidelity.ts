@@ -11,7 +11,7 @@ import { formatTable } from '../../cli/table.js';
 import { baselineParams } from '../../generator/space.js';
 import { comparableTimes } from '../../tuner/dispatch.js';
 import { fwdParams, TuningDb, type DbResult } from '../../tuner/db.js';
-import { DEFAULT_SEED_KEEP, paramsKey, TuneSeed } from '../../tuner/seed.js';
+import { DEFAULT_SEED_KEEP, groupByProblem, paramsKey, TuneSeed } from '../../tuner/seed.js';
 
 const [oldPath, newPath] = process.argv.slice(2);
 if (!oldPath || !newPath) {
@@ -23,15 +23,6 @@ const keeps = (option('--keep') ?? '4,8,12,16,24,32').split(',').map(Number);
 
 const oldDb = TuningDb.read(oldPath);
 const newDb = TuningDb.read(newPath);
-function groupByProblem(results: DbResult[]): Map<string, DbResult[]> {
-  const out = new Map<string, DbResult[]>();
-  for (const r of results) {
-    const rs = out.get(r.problemKey);
-    if (rs) rs.push(r);
-    else out.set(r.problemKey, [r]);
-  }
-  return out;
-}
 const byProblem = groupByProblem(newDb.results);
 const comparable = groupByProblem(comparableTimes(newDb.results));
 const fastest = (rs: DbResult[]) => rs.reduce<DbResult | undefined>((a, b) => (!a || b.medianUs! < a.medianUs! ? b : a), undefined);
