@@ -33,15 +33,28 @@ export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
   return render('cuda', 'norm_fwd.cu.hbs', {
     ...unitContext(spec, variants),
     types: { x, residual: typeOf(residualDType(spec)), weight: typeOf(weightDType(spec)), bias: typeOf(biasDType(spec)) },
-    kernels: variants.map((v) => ({
-      symbol: v.symbol,
-      params: v.params,
-      description: describeVariant(v),
-      clusterDims: v.params.cluster > 1,
-      minBlocks: v.params.registerCap ? v.params.registerCap / v.params.threads : 1,
-      fault: v.fault ?? false,
-    })),
+    kernels: variants.map(kernelContext),
   });
+}
+
+/** What the templates need of one forward kernel: its name, parameters and launch bounds. */
+function kernelContext(v: Variant) {
+  return {
+    symbol: v.symbol,
+    params: v.params,
+    description: describeVariant(v),
+    clusterDims: v.params.cluster > 1,
+    minBlocks: v.params.registerCap ? v.params.registerCap / v.params.threads : 1,
+    fault: v.fault ?? false,
+  };
+}
+
+/**
+ * A package's forward unit: the tuned kernels (renderCudaUnit, the text the tuner compiled)
+ * and, after them, each one's plain twin `<symbol>_plain` (templates/package/plain_twins.cu.hbs).
+ */
+export function renderPackageUnit(spec: KernelSpec, variants: Variant[]): string {
+  return renderCudaUnit(spec, variants) + render('package', 'plain_twins.cu.hbs', { kernels: variants.map(kernelContext) });
 }
 
 /** File name of a compile unit: readable, and unique per spec and variant set. */

@@ -1,7 +1,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { allFeatureCombos, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { renderCudaUnit } from '../generator/render-cuda.js';
+import { renderCudaUnit, renderPackageUnit } from '../generator/render-cuda.js';
 import { parseArch } from '../generator/arch.js';
 import { enumerateSpace, GENERIC_PARAMS } from '../generator/space.js';
 import { FAULTS, makeVariant } from '../generator/variant.js';
@@ -88,6 +88,38 @@ test('every storage but reload prefetches its first rows into L2 between releasi
       assert.ok(body.includes(`prefetch_first_rows<Config, ${args}`), `${kind}: prefetch shaped like the kernel`);
     }
   for (const kind of ['pipelined.cl', 'regs', 'regs.cl', 'reload', 'ring', 'ring.cl', 'smem', 'smem.cl']) assert.ok(seen.has(kind), kind);
+});
+
+test("a package unit's plain twins run each kernel's own call, under its bounds, without the prologue", () => {
+  const residual = allFeatureCombos().find((f) => f.residual === 'same' && !f.bias && !f.stats && !f.weightOffset && f.weight === 'same')!;
+  const problems = [
+    makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: residual }, 8192, 2048),
+    makeProblem({ op: 'layernorm', dtype: 'fp32', features: { ...residual, residual: 'none', bias: true } }, 32768, 2048),
+    makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: { ...residual, residual: 'none' } }, 1024, 32),
+  ];
+  let twins = 0;
+  for (const problem of problems) {
+    const variants = enumerateSpace(problem, parseArch('sm90')).map((params) => makeVariant(problem, params));
+    const unit = renderPackageUnit(problem, variants);
+    assert.ok(unit.startsWith(renderCudaUnit(problem, variants)), 'the tuned kernels as the tuner compiled them, then the twins');
+    // A kernel's text: from the line before its name (attributes) to the end of its body.
+    const kernel = (symbol: string) => {
+      const at = unit.indexOf(`\n${symbol}(const NormgenFwdParams p) {`);
+      assert.ok(at > 0, symbol);
+      const head = unit.lastIndexOf('extern "C"', at);
+      return { attributes: unit.slice(head, at), body: unit.slice(at, unit.indexOf('\n}\n', at)) };
+    };
+    for (const v of variants) {
+      const [tuned, twin] = [kernel(v.symbol), kernel(`${v.symbol}_plain`)];
+      const call = (body: string) => body.split('\n').find((l) => l.startsWith(`  normgen::${v.params.storage}_kernel<`));
+      assert.ok(call(tuned.body), v.symbol);
+      assert.is(call(twin.body), call(tuned.body), `${v.symbol}: the twin makes the kernel's call`);
+      assert.is(twin.attributes, tuned.attributes, `${v.symbol}: same cluster dims and launch bounds`);
+      for (const prologue of ['release_dependents', 'prefetch_first_rows', 'wait_for_previous_grid']) assert.not.ok(twin.body.includes(prologue), `${v.symbol}: ${prologue}`);
+      twins++;
+    }
+  }
+  assert.ok(twins > 100, `${twins} twins`);
 });
 
 test.run();
