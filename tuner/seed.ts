@@ -42,10 +42,14 @@ export class TuneSeed {
    */
   static read(path: string, keep: number, backward: boolean): TuneSeed {
     if (!Number.isInteger(keep) || keep < 1) throw new DbError(`--seed-keep must be a whole number >= 1, got ${keep}`);
-    const db = TuningDb.readChecked(path);
+    return TuneSeed.fromDb(TuningDb.readChecked(path), keep, backward);
+  }
+
+  /** The same from a database already read (a tool trying several `keep` reads it once). */
+  static fromDb(db: TuningDb, keep: number, backward: boolean): TuneSeed {
     const results = db.results.filter((r) => isBackward(r.problem) === backward);
-    if (results.length === 0) throw new DbError(`${path} holds no ${backward ? 'backward' : 'forward'} results to seed this tune with`);
-    return new TuneSeed(path, keep, rankProblems(results, keep));
+    if (results.length === 0) throw new DbError(`${db.path} holds no ${backward ? 'backward' : 'forward'} results to seed this tune with`);
+    return new TuneSeed(db.path, keep, rankProblems(results, keep));
   }
 
   /** Problems the earlier tune finished (it timed their finalists). */

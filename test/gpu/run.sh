@@ -6,7 +6,8 @@
 #     every log the package feeds, in one detached run
 #   bash test/gpu/run.sh [torch] [bench-torch] [release-chains] [roofline-chains]     (Python and PyTorch only, no Node)
 #   DETACHED_STEPS=plain ... tune-start: the small shapes tuned under plain launches, and that table against torch
-#   TUNE_SEED=out/tuning/<stem>.jsonl.gz ... tune: a seeded re-tune after a template change (tune --seed)
+#   TUNE_SEED=out/tuning/<stem>.jsonl.gz ... tune: a seeded re-tune after a template change (tune --seed);
+#     give it to every tune-wait too: one that restarts the tune on a fresh machine passes it on
 #   bash .device/run.sh bash test/gpu/run.sh pkg-ab   the working tree's package against .device/base-pkg's, against torch
 #   bash .device/run.sh bash test/gpu/run.sh ab     a template change against the committed templates, after
 #     rm -rf .device/base && mkdir -p .device/base && git archive HEAD templates | tar -x -C .device/base

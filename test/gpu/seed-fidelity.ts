@@ -30,7 +30,7 @@ const fastest = (rs: DbResult[]) => rs.reduce<DbResult | undefined>((a, b) => (!
 const rows: (string | number)[][] = [];
 const misses: string[] = [];
 for (const keep of keeps) {
-  const seed = TuneSeed.read(oldPath, keep, false);
+  const seed = TuneSeed.fromDb(oldDb, keep, false);
   let problems = 0;
   let held = 0;
   let space = 0;
