@@ -147,7 +147,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   const files: [string, string][] = [];
   files.push(['include/normgen.h', render('package', 'normgen.h.hbs', context)]);
   const shared = shareKernelHelpers(
-    p.files.map((f) => [`src/${f.name}`, renderPackageUnit(f.spec, f.variants)]),
+    p.files.map((f) => [`src/${f.name}`, renderPackageUnit(f.spec, f.variants, p.tunedRegisters)]),
     (bwd?.files ?? []).map((f) => [`src/${f.name}`, renderCudaBwdUnit(f.spec, f.variants)]),
   );
   files.push(...shared.headers.map(([name, text]): [string, string] => [`src/${name}`, text]), ...shared.units);

@@ -2,6 +2,7 @@
 // nvcc call compiles them all.
 
 import { residualDType, weightDType, biasDType, specKey, type DType, type KernelSpec } from './problem.js';
+import { ctasByRegisters, type CudaParams } from './space.js';
 import { render } from './templates.js';
 import { describeVariant, type Variant } from './variant.js';
 import { VERSION } from './version.js';
@@ -49,12 +50,22 @@ function kernelContext(v: Variant) {
   };
 }
 
+/** Persistent and cluster kernels' twins keep the L2 prefetch of the first rows (reload kernels have none). */
+export const twinKeepsPrefetch = (p: CudaParams) => p.storage !== 'reload' && (p.storage === 'pipelined' || p.storage === 'ring' || p.cluster > 1);
+
 /**
  * A package's forward unit: the tuned kernels (renderCudaUnit, the text the tuner compiled)
  * and, after them, each one's plain twin `<symbol>_plain` (templates/package/plain_twins.cu.hbs).
+ * `tunedRegisters` (per variant id, Plan.tunedRegisters): a twin's launch bounds ask for as many
+ * CTAs an SM as its kernel's registers allowed, so the twin does not lose occupancy.
  */
-export function renderPackageUnit(spec: KernelSpec, variants: Variant[]): string {
-  return renderCudaUnit(spec, variants) + render('package', 'plain_twins.cu.hbs', { kernels: variants.map(kernelContext) });
+export function renderPackageUnit(spec: KernelSpec, variants: Variant[], tunedRegisters: ReadonlyMap<string, number>): string {
+  const twins = variants.map((v) => {
+    const kernel = { ...kernelContext(v), prefetch: twinKeepsPrefetch(v.params) };
+    const registers = tunedRegisters.get(v.id);
+    return registers === undefined ? kernel : { ...kernel, minBlocks: Math.max(kernel.minBlocks, ctasByRegisters(v.params.threads, registers)) };
+  });
+  return renderCudaUnit(spec, variants) + render('package', 'plain_twins.cu.hbs', { kernels: twins });
 }
 
 /** File name of a compile unit: readable, and unique per spec and variant set. */
