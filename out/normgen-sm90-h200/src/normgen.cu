@@ -4439,8 +4439,8 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   const normgen_status s = check(d, &spec);
   if (s != NORMGEN_OK) return s;
   const Variant& v = kVariants[select_variant(*d, spec, current_table(), &path, &release_at)];
-  // Launched plainly (the setting off, or before sm90), the plain twin: the wait and the L2
-  // prefetch before it would only cost time there (test/gpu/plain-prewait.md).
+  // Launched plainly (the setting off, or before sm90), the plain twin: the release and the
+  // wait would only cost time there (test/gpu/plain-twins.md).
   const bool programmatic = programmatic_launch_allowed();
   const void* kernel = programmatic ? v.kernel : v.plain_kernel;
   NormgenFwdParams p;
