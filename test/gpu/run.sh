@@ -247,16 +247,17 @@ for step in "$@"; do
       # (plain twins, test/gpu/plain-prewait.md) measured without a re-tune.
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
       ab_args=${PKG_AB_ARGS:---budget-s 150 --hidden 1024,4096,16384 --rows 32,2048 --specs rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,rmsnorm.fp32.w-same,layernorm.fp32.w-same.bias}
-      base_pkg=.device/base-pkg/out/normgen-$stem
-      make -s -j"$(nproc)" -C "$pkg" > "$out/pkg-ab-build.log" 2>&1 && make -s -j"$(nproc)" -C "$base_pkg" >> "$out/pkg-ab-build.log" 2>&1
-      r=$?
-      for side in base new; do
+      # A third package in .device/alt-pkg/out/normgen-$stem, where there is one, is timed between the two (side alt).
+      declare -A side_pkg=([base]=.device/base-pkg/out/normgen-$stem [alt]=.device/alt-pkg/out/normgen-$stem [new]=$pkg)
+      sides=$([ -d "${side_pkg[alt]}" ] && echo base alt new || echo base new)
+      r=0
+      for side in $sides; do make -s -j"$(nproc)" -C "${side_pkg[$side]}" >> "$out/pkg-ab-build.log" 2>&1 || r=1; done
+      for side in $sides; do
         [ "$r" = 0 ] || break
-        p=$([ "$side" = base ] && echo "$base_pkg" || echo "$pkg")
-        OUT="$out" timeout -s KILL 250 python3 test/gpu/bench_torch.py "$p" "$out/bench_torch-$side.md" $ab_args > "$out/bench_torch-$side.log" 2>&1 || r=1
+        OUT="$out" timeout -s KILL 250 python3 test/gpu/bench_torch.py "${side_pkg[$side]}" "$out/bench_torch-$side.md" $ab_args > "$out/bench_torch-$side.log" 2>&1 || r=1
       done
       [ "$r" = 0 ] && { OUT="$out" timeout -s KILL 200 python3 test/gpu/torch_consumer.py "$pkg" "$out/torch_consumer.md" > "$out/torch_consumer.log" 2>&1 || r=1; }
-      echo "pkg-ab rc=$r"; grep -h '^- speedup' "$out"/bench_torch-{base,new}.md 2>/dev/null; tail -1 "$out/torch_consumer.log" 2>/dev/null ;;
+      echo "pkg-ab rc=$r ($sides)"; for side in $sides; do grep -h '^- speedup' "$out/bench_torch-$side.md" 2>/dev/null; done; tail -1 "$out/torch_consumer.log" 2>/dev/null ;;
     *) echo "unknown step '$step'"; r=2 ;;
   esac
   [ "$r" = 0 ] || rc=1
