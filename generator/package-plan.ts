@@ -56,6 +56,8 @@ export interface Plan {
   /** Sorted by table, then spec, hidden and rows. */
   entries: PlannedEntry[];
   files: KernelFile[];
+  /** Per variant id, the most registers a thread of it took in any table's tune (where recorded). */
+  tunedRegisters: Map<string, number>;
   /** Every table's arch, ascending, once. */
   archs: Arch[];
 }
@@ -83,18 +85,19 @@ export function planPackage(tables: DeviceTable[]): Plan {
     archsOf.set(i, set);
     return i;
   };
-  const plan: Plan = { specs: [], variants, entries: [], files: [], archs };
+  const plan: Plan = { specs: [], variants, entries: [], files: [], tunedRegisters: new Map(), archs };
   for (const key of [...specs.keys()].sort()) {
     const spec = specs.get(key)!;
     tables.forEach((t, table) => {
       for (const e of t.table.entries.filter((x) => x.spec === key)) {
-        const rendered = (id: string, params: CudaParams) => {
+        const rendered = (id: string, params: CudaParams, registers: number | undefined) => {
           const v = makeVariant(spec, params);
           if (v.id !== id) throw new InputError(`variant ${id} of ${key} no longer renders the same kernel: re-tune with these templates`);
+          if (registers !== undefined) plan.tunedRegisters.set(id, Math.max(registers, plan.tunedRegisters.get(id) ?? 0));
           return add(v, [t.arch]);
         };
-        const variant = rendered(e.variantId, e.params);
-        const portable = e.portable ? rendered(e.portable.variantId, e.portable.params) : variant;
+        const variant = rendered(e.variantId, e.params, e.registers);
+        const portable = e.portable ? rendered(e.portable.variantId, e.portable.params, e.portable.registers) : variant;
         plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseAt: RELEASE_AT[e.release ?? 'start'] });
       }
     });

@@ -13,7 +13,7 @@ import { emitTypeScript } from './package-ts.js';
 import { emitWebGpu, planWgsl, type WgslDeviceTable } from './package-wgsl.js';
 import { adapterName } from '../tuner/wgsl/adapter.js';
 import { InputError, residualDType, weightDType, type DType } from './problem.js';
-import { renderCudaUnit } from './render-cuda.js';
+import { renderPackageUnit } from './render-cuda.js';
 import { shareKernelHelpers } from './package-helpers.js';
 import { describeParams, maxDynamicSharedBytes, ringSharedBytes, stageBytes, STORAGES } from './space.js';
 import { render, TEMPLATE_ROOT, templateHash } from './templates.js';
@@ -147,7 +147,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   const files: [string, string][] = [];
   files.push(['include/normgen.h', render('package', 'normgen.h.hbs', context)]);
   const shared = shareKernelHelpers(
-    p.files.map((f) => [`src/${f.name}`, renderCudaUnit(f.spec, f.variants)]),
+    p.files.map((f) => [`src/${f.name}`, renderPackageUnit(f.spec, f.variants, p.tunedRegisters)]),
     (bwd?.files ?? []).map((f) => [`src/${f.name}`, renderCudaBwdUnit(f.spec, f.variants)]),
   );
   files.push(...shared.headers.map(([name, text]): [string, string] => [`src/${name}`, text]), ...shared.units);

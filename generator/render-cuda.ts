@@ -2,6 +2,7 @@
 // nvcc call compiles them all.
 
 import { residualDType, weightDType, biasDType, specKey, type DType, type KernelSpec } from './problem.js';
+import { ctasByRegisters, type CudaParams } from './space.js';
 import { render } from './templates.js';
 import { describeVariant, type Variant } from './variant.js';
 import { VERSION } from './version.js';
@@ -33,15 +34,38 @@ export function renderCudaUnit(spec: KernelSpec, variants: Variant[]): string {
   return render('cuda', 'norm_fwd.cu.hbs', {
     ...unitContext(spec, variants),
     types: { x, residual: typeOf(residualDType(spec)), weight: typeOf(weightDType(spec)), bias: typeOf(biasDType(spec)) },
-    kernels: variants.map((v) => ({
-      symbol: v.symbol,
-      params: v.params,
-      description: describeVariant(v),
-      clusterDims: v.params.cluster > 1,
-      minBlocks: v.params.registerCap ? v.params.registerCap / v.params.threads : 1,
-      fault: v.fault ?? false,
-    })),
+    kernels: variants.map(kernelContext),
   });
+}
+
+/** What the templates need of one forward kernel: its name, parameters and launch bounds. */
+function kernelContext(v: Variant) {
+  return {
+    symbol: v.symbol,
+    params: v.params,
+    description: describeVariant(v),
+    clusterDims: v.params.cluster > 1,
+    minBlocks: v.params.registerCap ? v.params.registerCap / v.params.threads : 1,
+    fault: v.fault ?? false,
+  };
+}
+
+/** Persistent and cluster kernels' twins keep the L2 prefetch of the first rows (reload kernels have none). */
+export const twinKeepsPrefetch = (p: CudaParams) => p.storage !== 'reload' && (p.storage === 'pipelined' || p.storage === 'ring' || p.cluster > 1);
+
+/**
+ * A package's forward unit: the tuned kernels (renderCudaUnit, the text the tuner compiled)
+ * and, after them, each one's plain twin `<symbol>_plain` (templates/package/plain_twins.cu.hbs).
+ * `tunedRegisters` (per variant id, Plan.tunedRegisters): a twin's launch bounds ask for as many
+ * CTAs an SM as its kernel's registers allowed, so the twin does not lose occupancy.
+ */
+export function renderPackageUnit(spec: KernelSpec, variants: Variant[], tunedRegisters: ReadonlyMap<string, number>): string {
+  const twins = variants.map((v) => {
+    const kernel = { ...kernelContext(v), prefetch: twinKeepsPrefetch(v.params) };
+    const registers = tunedRegisters.get(v.id);
+    return registers === undefined ? kernel : { ...kernel, minBlocks: Math.max(kernel.minBlocks, ctasByRegisters(v.params.threads, registers)) };
+  });
+  return renderCudaUnit(spec, variants) + render('package', 'plain_twins.cu.hbs', { kernels: twins });
 }
 
 /** File name of a compile unit: readable, and unique per spec and variant set. */

@@ -443,6 +443,21 @@ export function regsEstimate(spec: KernelSpec, storage: RegisterStorage, values:
 const REGISTER_FILE = 65536;  // 32-bit registers an SM
 const fitsRegisterFile = (regs: number, threads: number) => regs <= 255 && regs * threads <= REGISTER_FILE;
 
+/** Threads an SM holds at most (sm80, sm90, sm100; sm86, sm89 and sm120 hold 1536). */
+const MAX_THREADS_PER_SM = 2048;
+
+/**
+ * CTAs of `threads` an SM holds as far as its registers go, each thread taking `registers`:
+ * a warp's are allocated 256 at a time from one of the SM's four quarters of the register
+ * file (the whole file's count can be more: ptxas then fits launch bounds asking for it in
+ * fewer registers). At least 1, at most the thread limit's.
+ */
+export function ctasByRegisters(threads: number, registers: number): number {
+  const perWarp = Math.ceil((registers * 32) / 256) * 256;
+  const warpsByRegisters = 4 * Math.floor(REGISTER_FILE / 4 / perWarp);
+  return Math.max(1, Math.min(Math.floor(MAX_THREADS_PER_SM / threads), Math.floor(warpsByRegisters / Math.ceil(threads / 32))));
+}
+
 /** Registers that `values` elements of dtype `d` (none: absent) take, packed as loaded. */
 const packedWords = (d: DType | null, values: number) => (d ? (values * BYTES[d]) / 4 : 0);
 

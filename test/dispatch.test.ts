@@ -76,6 +76,15 @@ test('a screening never beats re-timed variants; without them, only screenings o
   assert.is.not(entry().variantId, fast.variantId);
 });
 
+test("each entry carries its variant's registers as the tune compiled it (the plain twins' launch bounds use them)", () => {
+  const registers = new Map(db.results.filter((r) => typeof r.registers === 'number').map((r) => [r.variantId, r.registers!]));
+  for (const e of table.entries) {
+    assert.is(e.registers, registers.get(e.variantId), `${e.spec} ${e.hidden} x ${e.rows}`);
+    assert.ok(e.registers! > 0);
+    if (e.portable) assert.is(e.portable.registers, registers.get(e.portable.variantId));
+  }
+});
+
 test('rows fall into the nearest tuned bucket on a log scale', () => {
   assert.equal(table.rowBuckets, DEFAULT_ROWS, 'the committed database covers the default grid');
   assert.is(rowBucket(table.rowBuckets, 2), 1);

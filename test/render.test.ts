@@ -1,9 +1,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { allFeatureCombos, DTYPES, makeProblem, OPS, type KernelSpec } from '../generator/problem.js';
-import { renderCudaUnit } from '../generator/render-cuda.js';
+import { renderCudaUnit, renderPackageUnit, twinKeepsPrefetch } from '../generator/render-cuda.js';
 import { parseArch } from '../generator/arch.js';
-import { enumerateSpace, GENERIC_PARAMS } from '../generator/space.js';
+import { ctasByRegisters, enumerateSpace, GENERIC_PARAMS } from '../generator/space.js';
 import { FAULTS, makeVariant } from '../generator/variant.js';
 
 const TYPES = { fp32: 'float', fp16: '__half', bf16: '__nv_bfloat16' };
@@ -88,6 +88,65 @@ test('every storage but reload prefetches its first rows into L2 between releasi
       assert.ok(body.includes(`prefetch_first_rows<Config, ${args}`), `${kind}: prefetch shaped like the kernel`);
     }
   for (const kind of ['pipelined.cl', 'regs', 'regs.cl', 'reload', 'ring', 'ring.cl', 'smem', 'smem.cl']) assert.ok(seen.has(kind), kind);
+});
+
+test("a package unit's plain twins run each kernel's own call, under its bounds, without the release and the wait", () => {
+  const residual = allFeatureCombos().find((f) => f.residual === 'same' && !f.bias && !f.stats && !f.weightOffset && f.weight === 'same')!;
+  const problems = [
+    makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: residual }, 8192, 2048),
+    makeProblem({ op: 'layernorm', dtype: 'fp32', features: { ...residual, residual: 'none', bias: true } }, 32768, 2048),
+    makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: { ...residual, residual: 'none' } }, 1024, 32),
+  ];
+  let twins = 0;
+  const keeps = [0, 0];
+  for (const problem of problems) {
+    const variants = enumerateSpace(problem, parseArch('sm90')).map((params) => makeVariant(problem, params));
+    const unit = renderPackageUnit(problem, variants, new Map());
+    assert.ok(unit.startsWith(renderCudaUnit(problem, variants)), 'the tuned kernels as the tuner compiled them, then the twins');
+    // A kernel's text: from the line before its name (attributes) to the end of its body.
+    const kernel = (symbol: string) => {
+      const at = unit.indexOf(`\n${symbol}(const NormgenFwdParams p) {`);
+      assert.ok(at > 0, symbol);
+      const head = unit.lastIndexOf('extern "C"', at);
+      return { attributes: unit.slice(head, at), body: unit.slice(at, unit.indexOf('\n}\n', at)) };
+    };
+    for (const v of variants) {
+      const [tuned, twin] = [kernel(v.symbol), kernel(`${v.symbol}_plain`)];
+      const call = (body: string) => body.split('\n').find((l) => l.startsWith(`  normgen::${v.params.storage}_kernel<`));
+      assert.ok(call(tuned.body), v.symbol);
+      assert.is(call(twin.body), call(tuned.body), `${v.symbol}: the twin makes the kernel's call`);
+      assert.is(twin.attributes, tuned.attributes, `${v.symbol}: same cluster dims and launch bounds`);
+      for (const prologue of ['release_dependents', 'wait_for_previous_grid']) assert.not.ok(twin.body.includes(prologue), `${v.symbol}: ${prologue}`);
+      const prefetch = (body: string) => body.split('\n').find((l) => l.startsWith('  normgen::prefetch_first_rows<'));
+      if (twinKeepsPrefetch(v.params)) assert.is(prefetch(twin.body), prefetch(tuned.body)!, `${v.symbol}: a persistent or cluster kernel's twin keeps its prefetch`);
+      else assert.is(prefetch(twin.body), undefined, `${v.symbol}: no prefetch`);
+      keeps[twinKeepsPrefetch(v.params) ? 1 : 0]++;
+      twins++;
+    }
+  }
+  assert.ok(twins > 100, `${twins} twins`);
+  assert.ok(keeps[0] > 10 && keeps[1] > 10, `twins without the prefetch ${keeps[0]}, with it ${keeps[1]}`);
+});
+
+test('CTAs an SM holds by registers: 256 a warp from a quarter of the file, at least 1, at most 2048 threads', () => {
+  assert.is(ctasByRegisters(512, 62), 2);  // 64 a thread after rounding: 2 x 512 x 64 fill the file
+  assert.is(ctasByRegisters(512, 72), 1);
+  assert.is(ctasByRegisters(64, 74), 12);  // 80 a thread: 6 warps a quarter of the file, 12 CTAs of 2
+  assert.is(ctasByRegisters(64, 40), 24);  // 12 warps a quarter (the whole file: 51), which ptxas fits in 40 registers
+  assert.is(ctasByRegisters(64, 28), 32);  // the thread limit, not the registers
+  assert.is(ctasByRegisters(1024, 255), 1);
+});
+
+test("a plain twin's launch bounds keep the occupancy its kernel's registers allowed", () => {
+  const problem = makeProblem({ op: 'rmsnorm', dtype: 'bf16', features: allFeatureCombos().find((f) => f.weight === 'same' && f.residual === 'none' && !f.bias && !f.stats && !f.weightOffset)! }, 16384, 2048);
+  const variants = enumerateSpace(problem, parseArch('sm90')).map((params) => makeVariant(problem, params)).filter((v) => v.params.threads === 512 && !v.params.registerCap);
+  assert.ok(variants.length > 0);
+  const unit = renderPackageUnit(problem, variants, new Map(variants.map((v) => [v.id, 62])));
+  const bounds = (symbol: string) => new RegExp(`__launch_bounds__\\((\\d+), (\\d+)\\)\n${symbol}\\(`).exec(unit)?.slice(1);
+  for (const v of variants) {
+    assert.equal(bounds(v.symbol), ['512', '1'], `${v.symbol}: the tuned kernel as the tuner compiled it`);
+    assert.equal(bounds(`${v.symbol}_plain`), ['512', '2'], `${v.symbol}: its twin asks for 2 CTAs, as 62 registers allowed`);
+  }
 });
 
 test.run();

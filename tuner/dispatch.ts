@@ -28,7 +28,9 @@ export interface DispatchEntry<P extends object = CudaParams> {
    * tolerance, fewest in all) that runs any size, which the lookup's nearest path uses for
    * untuned sizes instead of falling through to the generic variant.
    */
-  portable?: { variantId: string; params: P; medianUs: number };
+  portable?: { variantId: string; params: P; medianUs: number; registers?: number };
+  /** Registers a thread of the winner took as the tuner compiled it (the package's plain twin keeps its occupancy). */
+  registers?: number;
   /**
    * Where the winner was fastest releasing the next grid (CUDA forward finals that compared
    * release points, see finalOptions and releasesAtExitCompared): the package launches it so
@@ -186,8 +188,9 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
       params: r.params,
       medianUs: r.medianUs!,
       regret: r.medianUs! / best.get(r.problemKey)! - 1,
-      ...(q ? { portable: { variantId: q.variantId, params: q.params, medianUs: q.medianUs! } } : {}),
+      ...(q ? { portable: { variantId: q.variantId, params: q.params, medianUs: q.medianUs!, ...registersOf(q) } } : {}),
       ...(r.release ? { release: r.release } : {}),
+      ...registersOf(r),
     };
   });
   entries.sort((a, b) => a.spec.localeCompare(b.spec) || a.hidden - b.hidden || a.rows - b.rows);
@@ -200,6 +203,8 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
     rowBuckets: [...new Set(entries.map((e) => e.rows))].sort((a, b) => a - b),
   };
 }
+
+const registersOf = (r: { registers?: number }) => (typeof r.registers === 'number' ? { registers: r.registers } : {});
 
 /** The tuned row count standing for `rows`: the nearest one on a log scale. */
 export function rowBucket(buckets: number[], rows: number): number {

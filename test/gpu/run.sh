@@ -8,6 +8,7 @@
 #   DETACHED_STEPS=plain ... tune-start: the small shapes tuned under plain launches, and that table against torch
 #   TUNE_SEED=out/tuning/<stem>.jsonl.gz ... tune: a seeded re-tune after a template change (tune --seed);
 #     give it to every tune-wait too: one that restarts the tune on a fresh machine passes it on
+#   bash .device/run.sh bash test/gpu/run.sh pkg-ab   the working tree's package against .device/base-pkg's, against torch
 #   bash .device/run.sh bash test/gpu/run.sh ab     a template change against the committed templates, after
 #     rm -rf .device/base && mkdir -p .device/base && git archive HEAD templates | tar -x -C .device/base
 # Logs and databases go to $OUT (default /tmp/normgen-gpu), named after the card (stem.sh: sm90-h200.jsonl.gz,
@@ -238,6 +239,25 @@ for step in "$@"; do
       make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&
         node dist/test/gpu/cluster-select.js "$pkg" --log "$out/cluster-select.md" > "$out/cluster-select.log" 2>&1
       r=$?; echo "cluster-select rc=$r"; tail -1 "$out/cluster-select.log" ;;
+    pkg-ab)
+      # The working tree's package against another one (.device/base-pkg/out/normgen-$stem, e.g. main's:
+      #   mkdir -p .device/base-pkg && git archive main out/normgen-$stem | tar -x -C .device/base-pkg),
+      # both built here and each timed against torch (programmatic and plain launches) one after the
+      # other in this call, then the PyTorch consumer test on the working tree's: a package-only change
+      # (plain twins, test/gpu/plain-prewait.md) measured without a re-tune.
+      command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+      ab_args=${PKG_AB_ARGS:---budget-s 150 --hidden 1024,4096,16384 --rows 32,2048 --specs rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,rmsnorm.fp32.w-same,layernorm.fp32.w-same.bias}
+      # A third package in .device/alt-pkg/out/normgen-$stem, where there is one, is timed between the two (side alt).
+      declare -A side_pkg=([base]=.device/base-pkg/out/normgen-$stem [alt]=.device/alt-pkg/out/normgen-$stem [new]=$pkg)
+      sides=$([ -d "${side_pkg[alt]}" ] && echo base alt new || echo base new)
+      r=0
+      for side in $sides; do make -s -j"$(nproc)" -C "${side_pkg[$side]}" >> "$out/pkg-ab-build.log" 2>&1 || r=1; done
+      for side in $sides; do
+        [ "$r" = 0 ] || break
+        OUT="$out" timeout -s KILL 250 python3 test/gpu/bench_torch.py "${side_pkg[$side]}" "$out/bench_torch-$side.md" $ab_args > "$out/bench_torch-$side.log" 2>&1 || r=1
+      done
+      [ "$r" = 0 ] && { OUT="$out" timeout -s KILL 200 python3 test/gpu/torch_consumer.py "$pkg" "$out/torch_consumer.md" > "$out/torch_consumer.log" 2>&1 || r=1; }
+      echo "pkg-ab rc=$r ($sides)"; for side in $sides; do grep -h '^- speedup' "$out/bench_torch-$side.md" 2>/dev/null; done; tail -1 "$out/torch_consumer.log" 2>/dev/null ;;
     *) echo "unknown step '$step'"; r=2 ;;
   esac
   [ "$r" = 0 ] || rc=1

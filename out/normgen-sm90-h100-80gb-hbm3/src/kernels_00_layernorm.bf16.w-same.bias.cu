@@ -1866,3 +1866,499 @@ normgen_layernorm_fwd_e242c4c315cb(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_layernorm_fwd_a68f4acf9201_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_5f042a3c882f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_c7d27bb826fa_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_layernorm_fwd_3ed58036bf52_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_ce57f576e191_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_6c8929d0ae36_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 2, 1, 3, false, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_42d6f279af9c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 2, 1, 3, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_be5c1fc449b1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 8, 16, 4, 1, 512>(p);
+  normgen::ring_kernel<Config, 1024, 8, 16, 4, 1, 3, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_20547f14aaca_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_440dfcc5ef69_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_3b0827abf90b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_1c5f21c08ebc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_b45928a4323a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 16, 6, 1, 768>(p);
+  normgen::ring_kernel<Config, 512, 8, 16, 6, 1, 2, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_38e97364589a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_5d1b9bfdebe8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_f64ed5212f10_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_76b20bc1a061_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 32, 4, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_dfa1239f22bc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 4, 1, 1024>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_e00956e8a022_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_7006429b3f8d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_6f699ede4dad_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_3d00ef626088_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_457a12a04f35_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 1, 1536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 2, 1, 2, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_bdc35eb4c494_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_056fc76d3eb4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 64, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 20)
+normgen_layernorm_fwd_92795d8ec3de_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_da8fc714c1fd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_34e920a988c0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_7eecf2522bdd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_0847fc905fee_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 2, true, false, true, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_ba1bc004e939_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_41c201b060f6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_28bdf2560fce_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_56dedc50b97b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_e18440d81401_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_bf9f10499cde_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_394ed8ae246b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_14a5be7766fd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 5, 1, 2560>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 5, 1, 2, true, false, true, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_f0807f5c132e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_layernorm_fwd_5823d4221caa_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_17f98bea4e9e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_9ca735badab1_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_0f4929f25074_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 6, 1, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 6, 1, 2, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_layernorm_fwd_b8940192822f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_a693b832015c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 3, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_972d605c81b7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_6bb93c614661_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_bcc5ef80ca4e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 2, 1, 4096>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 2, 1, 3, false, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_5b49685d73b3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_cc5bd0ee09a6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_c9ef45b5f4f5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_d96c242396f5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, false, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_459e9bd705da_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_243d50fd1052_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 2, 6144>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_8d41e3aac477_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_23606527e2e1_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_f91bd535a0a5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 128, 6, 1, 6144>(p);
+  normgen::ring_kernel<Config, 256, 8, 128, 6, 1, 3, true, false, false, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_189610f058ae_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_236845bc3174_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_9102fa4ce3fa_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_7f7cdda40cea_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_60d9af5076bc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, true, false, false, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_a5ffeb67c45e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 128, 7, 1, 7168>(p);
+  normgen::ring_kernel<Config, 256, 8, 128, 7, 1, 3, true, false, false, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_052178614348_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_layernorm_fwd_d6344be05bb3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_b5321cb27029_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_f9a8277793a2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 8192>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 2, 3, true, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_a527646ac0a9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 8, 1, 8192>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 8, 1, 3, true, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_cc1a335c18ad_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_8cddc412b78d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 256, 4, 1, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_1a21e5e3a36b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_0580f517725f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_layernorm_fwd_a3e9501bf767_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_435c08dfc58a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 2, 12288>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_46094e2ce89f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_45afb960fdd3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_20a90a08ebd9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_19abce4c652f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_2dc226d330e9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 7)
+normgen_layernorm_fwd_8483577bc46a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_4cb7e6777be9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_6512657ea6a6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 8, 2, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_layernorm_fwd_ace0d1a0276b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_decb4dd8b0ba_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_ab981da34f25_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_d62328129fc3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_890475d326a3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_982e04ee35e5_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(64, 8)
+normgen_layernorm_fwd_a67cd2419b1e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 4, 16, 0>(p);
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(64, 6)
+normgen_layernorm_fwd_0f00105733c6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 4, 16, 32768>(p);
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 16, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_da8926d7c038_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_layernorm_fwd_a46bffb51ace_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_757304ab1b56_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_4ceae674762f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 32768>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_98abb1496a64_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_68d2505cf08f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_9b44deecd6a6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 2, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_af2c5a09e070_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 8, 65536>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 8, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_42dd8d949b5c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_d4be4a8d6326_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 65536>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_68c08ec49889_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_8902f676813d_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 1024, 8, 1024, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_8eff3cf9d95a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_56bc5654b943_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_1b2cbf704176_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 8, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_e90f2b08b303_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, true, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_5e825f8d58c6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 8, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_19a72edfb7b3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 131072>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 131072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_e242c4c315cb_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

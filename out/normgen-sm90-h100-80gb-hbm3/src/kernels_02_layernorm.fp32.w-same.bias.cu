@@ -1760,3 +1760,487 @@ normgen_layernorm_fwd_405aac1bd25a(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_8da77fc4e66b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 1, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_7ebda106881f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_0b1641978790_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 32, 4, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 16)
+normgen_layernorm_fwd_2be97c43ab91_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 4, 32, 4, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_a688d624b4cd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 32, 4, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 32, 4, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_661fb65d60cd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 64, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_47be32e62345_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_layernorm_fwd_1f4a1a7a540a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 4, 64, 3, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_3f36f5ece5de_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 2, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_f8400b4d1b23_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 2, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_5aefb85ca88c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_c7af77a9bba4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_43339e4bfc3c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_97e3437661db_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 1, 1, 1024>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_339cb03c1e94_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 64, 4, 1, 1024>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 64, 4, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_af8276ace213_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_03a8f5f9e08c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 3, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_5737cf22e253_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 8)
+normgen_layernorm_fwd_f0ad96ef75fe_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 4, 64, 6, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 64, 4, 64, 6, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_1bb25457c6c7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_86e28d863ac5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_39beca85002b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_1367441f754c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 1, 2048>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_4c5dae551894_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 256, 2, 1, 2048>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 256, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_b95aa7371212_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_9c390a9b520e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 5, 1, 2560>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 5, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_2024ecb82c76_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_723e017067c1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_e0001f92b8ca_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_40df42508cc9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 5, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 5, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_b7eea20e4c8d_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_5de4a03b5b2e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 1, 3072>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_7e066fa3d3e0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_layernorm_fwd_a72af698f735_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 3072>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_layernorm_fwd_abe3a8c43917_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 2, 4096>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 2, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_0b102b93cb95_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_04951b18d837_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 1, 4096>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 1, 4096>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_3fb8270aeb11_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 2, 4096>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 2, 4096>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_5fb37fad700a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 2, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_a84d0b4f046a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_ecc50c93d628_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_d3bb74a19a35_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 5, 2, 5120>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 5, 2, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_ceb4f7e13e13_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 5, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_2d8eaca20b75_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_8c74576aa22d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 5120>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_9f70fb90171f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_c8cc874c12ee_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 5, 1, 5120>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 5, 1, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_edef09bbaa26_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 2, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_0177ab8b59f2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_81d4c6670cd2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_2ba193b6bfc4_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_b615a5efa53f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 6144>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 2, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_7043ff430936_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_d41bd8b48f91_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 1, 6144>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_7a5f953de142_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_660140c580b2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_f99f1fbc9cfd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 2, 7168>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 2, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_02861f8d92d8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_69697742dab9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 7168>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_d7f579e02115_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_02557a79531a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_layernorm_fwd_8032fd82feef_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 4, 1024, 2, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_layernorm_fwd_253c3961a5d7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_8e62a9f02584_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 7)
+normgen_layernorm_fwd_bb3818ac7ebc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_e952961eae51_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 8192>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_2091ed97ab9b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 2, 8192>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 2, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_65b42797e6e0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 1, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_c9ad611aa3b4_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_40404aa77be4_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_27ac1f88f818_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 6, 4, 12288>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 6, 4, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_19d4cda99211_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 12, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_b6824aee5df8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 4, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_adf306c07650_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 2, 12288>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 2, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_3d087be1a021_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_c7e81627b055_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 2, 12288>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 6, 2, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_156debf975ff_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_891583c01d5d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_67416ae122b6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 16, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_4974ac9c4125_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 2, 16384>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 2, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_bb72ae9322ef_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 6)
+normgen_layernorm_fwd_20fca36952f2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 4, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_9c74c5d4769e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 4, 1024, 4, 1, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_23f4b33660c0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_4d8dfffb6b69_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_776ef6672aed_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 8, 32768>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 8, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_2d955442c6dd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 16, 32768>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 16, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_ae735decb35b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 4, 32768>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 4, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_9e60ff6cd206_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 4, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_layernorm_fwd_04dc52d7b402_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_1a6259ac2fec_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 8, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 8, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_9689370caaf1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 8, 16, 65536>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 8, 16, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_360f1cd8a9fc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 4, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_f317f54e213d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 8, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 4, 128, 8, 16, 3, true, true, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
+normgen_layernorm_fwd_62f8c14751e2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 0, 4, 65536>(p);
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 4, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
+normgen_layernorm_fwd_a893e995e553_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_f46945d21b07_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_69ef554da70f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 16, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_624171760dda_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_c89dc4c0961b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 8, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_763a94d42e5f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 8, 16, 3, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_1fe658f9ac5f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 4, 1024, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 1024, 4, 1024, 0, 4, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_405aac1bd25a_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

@@ -1949,3 +1949,522 @@ normgen_rmsnorm_fwd_7c9298cb6553(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_5960bccfe24f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_6085e422a39c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_ad260471e8e9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_04c926b3fd41_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 12)
+normgen_rmsnorm_fwd_f364bbb4ea69_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 16, 4, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_eca2284fe73e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_6b0a6ceda574_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 32, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_e40fb97893e9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 2, 1, 3, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_8b7a8b0510c1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 8, 16, 4, 1, 512>(p);
+  normgen::ring_kernel<Config, 1024, 8, 16, 4, 1, 3, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_8d77038d4178_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_1a7dfbef6a80_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_001d532eda20_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_rmsnorm_fwd_466dcfb32b0a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_11e59bcd15c3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_a6f9463300eb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_cf195247244c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_563446275f53_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_38eb0e74a7a3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 12)
+normgen_rmsnorm_fwd_84241283c585_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_de6dd12c53fa_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_c581ffd8a50c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 32, 4, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_9cb852e342e2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 4, 1, 1024>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_17b474302243_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_133d3c428cab_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_7d11a27f6fcc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_97bd86cd6d5f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_16f18776340b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_7e05dc23c15b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 3, 1, 1536>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 3, 1, 2, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_b0753608a080_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_ef17e5df27c8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_1dee6cba6b84_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_8f3570eae18f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 1, 1, 2048>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 1, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_3ea3df19b51d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 3, true, false, true, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_d6ceb68574a1_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_f4e0ee9e6a51_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_957ad921ffde_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_e4df3eda8fd6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_0a6399c10828_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_d59a0844e365_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_5554470e2ee4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_a021128e7723_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 3, 1, 2560>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 3, 1, 3, false, false, false, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_6f7a8cb6d50d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 3, 1, 0>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 3, 1, 3, false, false, false, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_f65d18487c66_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_2022822856bc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 8)
+normgen_rmsnorm_fwd_68155043ade6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 6, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_52631f05e016_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_338ed5ba77b1_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_e3c4dd569381_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_28eab34d9ac0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_2c7eb519ced7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 4096>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 1, 1, 2, true, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_b645e666d06f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 1, 3, true, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_f41bca6a59cb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_37415c4f9990_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_577a34400fba_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_352ace211274_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_6b68b01e92fc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_c8a573cda1b5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_5c79c33114d3_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_4cd4b07a68a6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 3, 1, 5120>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 3, 1, 3, true, false, false, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 8)
+normgen_rmsnorm_fwd_dd2ad0aa73f0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 2, 6144>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_41c22f94c066_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_e991264d2307_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_ac0cbba95882_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 3, 1, 6144>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 3, 1, 2, false, false, false, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_7c65c9faae43_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 7168>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 7168, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_d9bdb2253b4c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_abcb4950ec71_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_d52b91a00e0b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_9e7653b9e3e5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 0>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_1942f7153ed6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 7, 1, 7168>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 7, 1, 3, true, false, false, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_6bf08e57bb3b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_b743f422fc14_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_9d64131f278e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_3cc00e3c1848_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_f68c6b931be3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 2, 0>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_508a74ec14e0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 8, 256, 4, 1, 8192>(p);
+  normgen::ring_kernel<Config, 1024, 8, 256, 4, 1, 3, true, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_8440ce1de9c2_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_rmsnorm_fwd_1f360591ade2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_31924ab6d909_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_4fa947654c93_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 4, 0>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_3d13cc65fd4c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_9a0684cd8ef7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_20b9a5acad0d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_e31d513cc221_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_fe8b6b95edb9_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_f0bc4deee45c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_056d45d61436_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_4193cc987f12_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_e46ffe121019_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 4, 16384>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_b8cf318521ad_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 2, 1, 16384>(p);
+  normgen::ring_kernel<Config, 1024, 8, 1024, 2, 1, 3, false, false, false, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_f8eeb6537382_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 0>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 1, 2, false, false, false, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_6a81f3eb2b40_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_4ed63137b81e_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_05778eb2d832_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_327298b0db7c_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_519adb45e0dd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_bced8e6d6504_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 32768>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 3)
+normgen_rmsnorm_fwd_dbd90c848693_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 4, 32768>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 4, 3, true, false, true, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_2176d4dd3f3c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_927f670086f5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_7dd75688a2e7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 4, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 8, 4, 32768>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_32bb30021653_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 1024, 8, 1024, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_8cbc43791055_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_34cfeaa0a1e7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_ce7dabd04cc3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_3c1a37294d0a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_59b92a6bad7d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_8a8cc479d8f8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 8, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_c94f182aec95_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 2, 65536>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 2, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_5cd6c83a2a8a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_8a5c0fb3dca2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_54fb493aae95_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_b69f4fa5b490_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_f044d9b2528d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 4, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_7c9298cb6553_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

@@ -1509,3 +1509,420 @@ normgen_rmsnorm_fwd_a2e2e3b27402(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_138c1bb5b9fd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_8e55422986fc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_d1931e639970_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_5032630d395a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_b35d036eb7d8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 2, 1, 2, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_14a254cdec45_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 2, 1, 3, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_684b09c3c10f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 1, 1, 0>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 1, 1, 3, true, false, false, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_8aa6e338efa2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_1e5669b6036e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 768>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 1, 1, 3, false, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_20611c7edeba_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 2, 1, 0>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 2, 1, 2, false, false, false, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_cac665d263ee_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 3, 1, 768>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 3, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_831bd043d220_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 128, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_fcf2326f088e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_a1aa699d8181_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 128, 1, 1, 1024>(p);
+  normgen::ring_kernel<Config, 256, 8, 128, 1, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_7ee05685225e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 1, 1, 1024>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 1, 1, 2, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_60c8b90573c6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 4, 1, 1024>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_bb0e6a7ddba8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_f0a728d162be_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_95610622cbae_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_0712d0cc1997_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_3d9816991d2a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_ca0c96e2a574_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_934d71bbadeb_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 1, 2048>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 2, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_fbc0284265db_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_ea90be215208_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_52d656aec6f7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_e6dee9d8b7c6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_b619b9eefa8c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 2560>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_2a3acbababa3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_rmsnorm_fwd_e38509ef73c9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 512, 1, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_ac99ef73ab98_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 2, 1, 3072>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 2, 1, 3, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_8e2a4591b05e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 2, 4096>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 4096, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_4304783b183b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 2, 4096>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 1, 2, 3, true, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_7f6a20e1c4c2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 1, 0>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 1, 1, 2, true, false, false, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_3e6efe21c102_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 64, 8, 1, 4096>(p);
+  normgen::ring_kernel<Config, 256, 8, 64, 8, 1, 3, true, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_0330e16f78b1_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_b4e9af1744b0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 5120>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_087e56997f11_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_16e4d1870360_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_1aeaa5b8e9e4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_dad79b70cd60_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_dee25ee76d95_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 5120>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_752857eef236_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_eadfa6df9d52_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_85c28f3b2a87_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 6144>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_78e2aedb4c9f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_78a81f7c945a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 6144>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_rmsnorm_fwd_041af8a7108b_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 1024, 8, 1024, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_6d8b3937ba02_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_258e96369343_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_4ee54f3f7187_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_dc7169ffa3ef_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_rmsnorm_fwd_eedb03e02363_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_c5382f6e232d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 8192>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_5dacba8c7af7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_14af7c389ea9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_7bea5dd49860_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_rmsnorm_fwd_e3f6e3d1b9d7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_444f6b2c8c6c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_01a03988b72a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 4, 12288>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 12288, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_ce1c94a1db6c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 2, 12288>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_7e643bae1a67_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 3, 1, 12288>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 3, 1, 2, false, false, false, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_19c03f5ecfbb_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_f3bfe5de722c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_791ad57fc611_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_0b6ff0b1e0ab_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 4, 16384>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 4, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_df0a5cc49f67_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 4, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 4, 3, true, false, false, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_64ffa7b53338_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 16384>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 1, 3, true, false, false, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_9532b557c31c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_c58da3683a74_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_075d82b36156_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_ea22b171b17e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_a1b48664efdb_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_e8cdf589080e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 32768>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_e5fa769af0ff_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_ceb6d64dd94b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_b68807e03d36_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_54570df712cb_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_94d2139e939d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 2, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_3695d75ca190_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_4fd60f19ec5d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_0bc2510564a9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 16, 131072>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_83fd9b2177ef_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 4, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_46163e28c878_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_2034d12d5ac5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_34f2dd8999ff_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 0, 4, 131072>(p);
+  normgen::smem_kernel<Config, 1024, 8, 1024, 0, 4, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_6b0afdab116f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_a2e2e3b27402_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

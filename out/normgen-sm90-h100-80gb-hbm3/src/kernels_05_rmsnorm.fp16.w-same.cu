@@ -1781,3 +1781,477 @@ normgen_rmsnorm_fwd_2fb348076439(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_594a2e2db5eb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_5f0c9ff2d1e4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_db924bfa6fe3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 12)
+normgen_rmsnorm_fwd_733017b6be3f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 16, 4, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_bc08dcbc34a4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_99d80cd03eff_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 32, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_ea04db1a614f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 2, 1, 3, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_be6774a99860_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 64, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_3f10b503eb7b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_1ec88485416e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_6c285bfb62f5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_rmsnorm_fwd_42984226f239_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_147ad5bcb72c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_b4b56a4227cb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_4160e4444aaf_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_d9312c30f67f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 64, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_c14d433f7b99_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_00d48d8843b8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 12)
+normgen_rmsnorm_fwd_b1fc5bf75042_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_5697222dad0c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 1, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 1, 1, 2, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_3ae8c0441d77_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 4, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_38d58ec21dfc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_740dfbbdadcd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_ad4a9be0dece_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_fd0aef028469_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_b06ada6402fe_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 64, 3, 1, 1536>(p);
+  normgen::ring_kernel<Config, 256, 8, 64, 3, 1, 2, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_4d2ab41a1ea7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_14036772baf4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_34133ec4d015_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_60e84e66651e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_6689a37d0d19_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 1, 1, 2048>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 1, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_c531c6877dfe_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_45370d1601f3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_3d91dd4109f6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_947f2e96745b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_0478b764cdc2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 5, 1, 2560>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 5, 1, 3, true, false, true, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_6f71b5ccdf43_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_d249a0aaad37_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_c1b36921c1bb_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 6, 1, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 6, 1, 3, true, false, true, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_7b8a341afd81_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_8be426d5a80b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_3c2a9b10b05f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_31784827c183_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_7309ff8aacfa_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 1, 3, true, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_6c0347caa8eb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_99c57bf4d188_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_6081142b0a32_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_3241740ddec0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_9693527c284b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_920ff1ce1de5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_8f50d07b412f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, false, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_1c40945248f3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 2, 6144>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_02167b0f5c60_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_a050ad043445_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_c9b0b0a2a472_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 3, 1, 6144>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 3, 1, 2, false, false, false, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_67733f76ba7e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_5055ce1d3e59_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_305c9531a422_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_74da78b742d5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_31d7bd0284be_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 7, 1, 7168>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 7, 1, 3, true, false, false, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_728a3989c288_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_e46df98cb93c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_e5ec4bb1a1dc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_568053e90f68_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_27738b076dca_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 4, 1, 8192>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 4, 1, 2, false, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_907cc2a0774d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(64, 10)
+normgen_rmsnorm_fwd_010a2356d54e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 8, 2, 8192>(p);
+  normgen::regs_kernel<Config, 64, 8, 64, 8, 2, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_9a2edaa3baaa_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_9505145a6b5d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_6035a1e7dd87_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_70a7270d47f9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_0770ec5ec8cd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_22c24eba0ea8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_30dfbe2e87c5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_805e66be3bbf_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_cba30dc30e4d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_0333ba8d0b3a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(64, 10)
+normgen_rmsnorm_fwd_8f229401ad74_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 4, 8, 16384>(p);
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 8, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_6206904e2f81_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 2, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 2, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_3a3717ae82fc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 4, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_a80d0ac03287_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 2, 16384>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 2, 3, false, false, false, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_17f3465e7410_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_02210fc2519c_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_711e5b95ce13_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_92b8fede0fbd_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_921d6b9ed6c9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 32768>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_d7ab737869e7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_453a18bff4f5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_492c2f4b9c07_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 32768>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_c594bd2e543a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 4, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 8, 4, 32768>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_3fd74633ee0d_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 1024, 8, 1024, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_a9691179a947_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_62f4a61cb8fb_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_9f5ded37ef4e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_fc1b4a6bfa8f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 2, 65536>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 2, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_a313bc4f9895_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_5470a7cda626_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 8, 65536>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 8, 8, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_152639f99d5b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_0263796151ed_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 16, 131072>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_c535f95f7460_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_c6ec3a8ffee5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_992a826753e2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 4, 131072>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 4, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_4aefd0353f0d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 4, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_2fb348076439_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

@@ -1543,3 +1543,424 @@ normgen_rmsnorm_fwd_2fed7c3c4207(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_13383c013cbc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_ed8213ffa17a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_492c713c1d21_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_92f6e2e415dd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_9fdb1d22167e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 2, 1, 2, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_b4cef3f58c19_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 64, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_07897746954d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_40a5755db93b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_rmsnorm_fwd_ae568cf06f88_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_2a3e30b459af_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_cb80862cf6de_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 3, 1, 768>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 3, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_214721d61af7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 64, 2, 1, 0>(p);
+  normgen::ring_kernel<Config, 512, 8, 64, 2, 1, 3, true, false, false, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_cfc7b45c22ad_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_eda0c8b18e03_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_9f7043376ca4_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 128, 1, 1, 1024>(p);
+  normgen::ring_kernel<Config, 256, 8, 128, 1, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_db14f89f6cf6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 1, 1, 1024>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 1, 1, 2, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_7246b9967f08_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 16, 8, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 16, 8, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_fc8a21c0924d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_ab2fdf8f66da_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_bbe9106b03c0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_fadcf85430ed_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_6577b29503d4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_504b5a05aa41_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_0f583d534d86_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_291c47f41351_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_b26667f350f2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_fbe61a3975c5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_b9936eef2171_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_cc1058266136_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_451dc3ac3dce_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_d9c0a6289716_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 2560>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_f833639cb449_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_42a9f7fd6693_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 256, 2, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_13bbf917bdfc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 2, 1, 3072>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 2, 1, 3, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_04fa3fc4c741_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 2, 4096>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 2, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_fe4221a6512c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_515a484ae759_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 2, 4096>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 1, 2, 3, false, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_1613eaea4022_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 64, 8, 1, 4096>(p);
+  normgen::ring_kernel<Config, 256, 8, 64, 8, 1, 3, true, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_3ed1a4dc4e4b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_f8a08d7d80d3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 5120>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_ceb7ef865d1b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_5add6b506383_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_214e55ce7af4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_79e4b11b5377_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 5120>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 3, 1, 3, true, false, false, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_f3fde1abed40_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 5120>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_6252a2738edc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 1, 0>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 3, 1, 2, false, false, false, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_d224e3d005bc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 6144>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_e527266a923c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_b79b496e4b3d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 1, 3, true, false, true, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_91c9aae087e8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 6144>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_e0add27ad7f3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 2, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_699177affbc1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_5ed6cacd4758_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_c569f2e860f0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_62a097c4f5ed_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_5549ba7e32b4_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 7168>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_rmsnorm_fwd_92ee16cdc229_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_c1349a2468af_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 8192>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_897ca5ce1a54_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 8192>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 1, 4, 2, true, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_1358105020a0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_d41cb56fda69_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 2, false, false, false, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_5ff80a0c6c5e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_rmsnorm_fwd_6f8c7e584151_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_2f31bec7727e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_1c285864567a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_89f819c7ca48_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 2, 12288>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 2, 12288, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_baec3fff867a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_2b6d80900ea9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_1d55eebe7192_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_72e17b2dffa7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 2, 16384>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 2, 3, true, false, false, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 3)
+normgen_rmsnorm_fwd_0495ece94f9e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_7cef481bffa3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_f730d185cbc5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_a5c0d5db6595_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_53a857456dee_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 32768>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 1, 16, 2, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_51bf9631b570_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_f3367438c749_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_78371fedb5b7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 32768>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_085929de3141_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 8, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 8, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_9ab3d2ef1b72_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_118eb1782882_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 1, 16, 0>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_a4094d35e7bf_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_7f51e3100253_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 8, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 8, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_3c3852476657_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_085a7034b393_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 16, 131072>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_5abf26cd9f74_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 4, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_b24b54710823_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 3)
+normgen_rmsnorm_fwd_4770cacbcbb6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, true, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_701dd7b74810_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 0, 4, 131072>(p);
+  normgen::smem_kernel<Config, 1024, 8, 1024, 0, 4, 131072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_2fed7c3c4207_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

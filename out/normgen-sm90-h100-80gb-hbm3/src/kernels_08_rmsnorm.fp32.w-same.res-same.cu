@@ -1764,3 +1764,508 @@ normgen_rmsnorm_fwd_31c82034c048(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_rmsnorm_fwd_d206477935c8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 4, 64, 2, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 64, 4, 64, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_aef9aafba688_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_4975fa1100df_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 64, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_38d1782f163f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 1, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_0eb3b9e06ccf_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 4, 128, 1, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 1024, 4, 128, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_0ccc94faced9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 2, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_47e45db8138b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 2, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_80e547e5a449_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 128, 2, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_3a6b4f491fd9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 2, 1, 1024>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_6e7eaf14e446_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 32, 8, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 32, 8, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_128079f70001_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 3, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_d240953695ec_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_d3cefdfe472e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_fbb0ce5d0925_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 128, 3, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 128, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_a3055a5f3f8c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 1, 2048>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_d50d18d28038_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_43d6fba643cc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 4, 512, 1, 1, 2048>(p);
+  normgen::pipelined_kernel<Config, 1024, 4, 512, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_6d98bdfd1e09_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 4, 512, 1, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 1024, 4, 512, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_0d8ca4660a69_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 64, 8, 1, 2048>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 64, 8, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_rmsnorm_fwd_aea8da491867_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 4, 512, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_415b6392f5b8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 1, 2560>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_8824287dcf12_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_6a6c2d152dff_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 2560>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_5b30d4a9b35d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 4, 1024, 1, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 1024, 4, 1024, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_6a31980c506e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_2171c66c29c5_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_98d88d63f681_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_4cc5712ef9cd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 6, 1, 3072>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 6, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_26c08c0197c4_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 3072>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_7d25b8deb00c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_rmsnorm_fwd_4b792a2e0316_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 4, 1024, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_0a50db73b8fc_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_01c77dbcd1e6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 2, 4096>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 2, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_e006a2146ebe_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_58367789cfcd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 2, 4096>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 2, 4096>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_6022c5efafb1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 2, 4096>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 2, 4096>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_722708241705_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 5, 2, 5120>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 5, 2, 5120, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_3050102b8b77_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 5, 2, 0>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 5, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_57c976e640d2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 5120>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_fced526ee68f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_3da9146d9d44_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_a93cd6abf6a7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 6144>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 6144, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_4324aa90b301_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_defce0ba5b61_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 6144>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_3a4e10653247_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_81ff9238ee7a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 6144>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 2, 6144, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_9046aa9c7db3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 6144>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 2, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_b087ee589cae_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_663cb133262c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 2, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_d01d265df3b2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 2, 7168>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 2, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_16666419d478_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 2, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_b3455b44120f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 7168>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_a32e693df333_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 7, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 7, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_f436c3e80b39_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 7, 1, 7168>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 7, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_152834a43873_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 7168>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 2, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_8c66473c7f57_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_6158806e5a18_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_c8810ae2773b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_5288c39db551_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_9307a8f46918_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 8192>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_09ee23952868_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 4, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 1, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_8e0e6b9927f6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_3f24750220d7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 8192>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 2, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_51b0edae5f8e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_093669d77a69_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 4, 12288>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 4, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_dece889e2f44_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 4, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_9e204beda60d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 2, 12288>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 2, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_4c75a5b3a98c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_b7217b23828e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 2, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_b48c9ffc5432_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 2, 12288>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 2, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_ab3a7d8cd79a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 12, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_a4281932fcfc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 8, 16384>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 1, 8, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_ff686e484b3f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 8, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 1, 8, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_6837c622d5d0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 8, 16384>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 8, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_f5fd26433823_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 8, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 8, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_6683c2afc870_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 16, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_c594249a5840_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 4, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_533d9d305ea3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 8, 16384>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 8, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_2dcab0545c6e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 4, 16384>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 4, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_af8773ea08a6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 16, 32768>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 16, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_49d63000294b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 16, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 1, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_1baca5178c8d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_17a883dc51ca_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_cb388ba376c4_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_e7c38d04cd31_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 8, 32768>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 8, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_5fb80a9f0143_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_7d1211b1f6c6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 8, 32768>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 8, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_651dbe2cf580_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 8, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 8, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_113d1479370e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 8, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 8, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_958b3bf9e18b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 16, 65536>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_78e7832b12a3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_edefc4f46a17_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 8, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 4, 128, 8, 16, 4, true, true, false, 65536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_ee4ba7b3ed18_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_5cc28fbf0cf9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 4, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_970381726e83_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_50410ef4bb6b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 8, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 4, 128, 8, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_c555ba1e9e4e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 4, 1024, 4, 4, 65536>(p);
+  normgen::regs_kernel<Config, 1024, 4, 1024, 4, 4, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_51ed26456dec_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 4, 1024, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 1024, 4, 1024, 0, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_f1e3877aa4ce_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_b3850c355a6f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_15827a670441_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 8, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_7890e95c6629_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 16, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_31c82034c048_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

@@ -10,923 +10,1841 @@
 #include "normgen_params.h"
 
 extern "C" __global__ void normgen_layernorm_fwd_a68f4acf9201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a68f4acf9201_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f042a3c882f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f042a3c882f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c7d27bb826fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7d27bb826fa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ed58036bf52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ed58036bf52_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ce57f576e191(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ce57f576e191_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6c8929d0ae36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c8929d0ae36_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_42d6f279af9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42d6f279af9c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_be5c1fc449b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be5c1fc449b1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_20547f14aaca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20547f14aaca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_440dfcc5ef69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_440dfcc5ef69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3b0827abf90b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3b0827abf90b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1c5f21c08ebc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1c5f21c08ebc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b45928a4323a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b45928a4323a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_38e97364589a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_38e97364589a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5d1b9bfdebe8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d1b9bfdebe8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f64ed5212f10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f64ed5212f10_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_76b20bc1a061(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_76b20bc1a061_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dfa1239f22bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dfa1239f22bc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e00956e8a022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e00956e8a022_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7006429b3f8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7006429b3f8d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f699ede4dad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f699ede4dad_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3d00ef626088(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d00ef626088_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_457a12a04f35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_457a12a04f35_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bdc35eb4c494(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdc35eb4c494_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_056fc76d3eb4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_056fc76d3eb4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_92795d8ec3de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_92795d8ec3de_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da8fc714c1fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da8fc714c1fd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_34e920a988c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34e920a988c0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7eecf2522bdd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7eecf2522bdd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0847fc905fee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0847fc905fee_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba1bc004e939(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba1bc004e939_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_41c201b060f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41c201b060f6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28bdf2560fce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28bdf2560fce_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56dedc50b97b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56dedc50b97b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e18440d81401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e18440d81401_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bf9f10499cde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf9f10499cde_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_394ed8ae246b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_394ed8ae246b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_14a5be7766fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14a5be7766fd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0807f5c132e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0807f5c132e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5823d4221caa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5823d4221caa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17f98bea4e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17f98bea4e9e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9ca735badab1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9ca735badab1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f4929f25074(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f4929f25074_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b8940192822f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8940192822f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a693b832015c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a693b832015c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_972d605c81b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_972d605c81b7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6bb93c614661(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6bb93c614661_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bcc5ef80ca4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bcc5ef80ca4e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5b49685d73b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b49685d73b3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc5bd0ee09a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc5bd0ee09a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9ef45b5f4f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9ef45b5f4f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d96c242396f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d96c242396f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_459e9bd705da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_459e9bd705da_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_243d50fd1052(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_243d50fd1052_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8d41e3aac477(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8d41e3aac477_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_23606527e2e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23606527e2e1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f91bd535a0a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f91bd535a0a5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_189610f058ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_189610f058ae_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_236845bc3174(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_236845bc3174_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9102fa4ce3fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9102fa4ce3fa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7f7cdda40cea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7f7cdda40cea_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_60d9af5076bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60d9af5076bc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a5ffeb67c45e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a5ffeb67c45e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_052178614348(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_052178614348_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d6344be05bb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6344be05bb3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b5321cb27029(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b5321cb27029_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f9a8277793a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9a8277793a2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a527646ac0a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a527646ac0a9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc1a335c18ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc1a335c18ad_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8cddc412b78d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8cddc412b78d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1a21e5e3a36b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a21e5e3a36b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0580f517725f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0580f517725f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a3e9501bf767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3e9501bf767_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_435c08dfc58a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_435c08dfc58a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_46094e2ce89f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_46094e2ce89f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_45afb960fdd3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45afb960fdd3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_20a90a08ebd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20a90a08ebd9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_19abce4c652f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19abce4c652f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2dc226d330e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2dc226d330e9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8483577bc46a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8483577bc46a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4cb7e6777be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4cb7e6777be9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6512657ea6a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6512657ea6a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ace0d1a0276b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ace0d1a0276b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_decb4dd8b0ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_decb4dd8b0ba_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ab981da34f25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab981da34f25_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d62328129fc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d62328129fc3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_890475d326a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_890475d326a3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_982e04ee35e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_982e04ee35e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a67cd2419b1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a67cd2419b1e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f00105733c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f00105733c6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da8926d7c038(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da8926d7c038_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a46bffb51ace(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a46bffb51ace_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_757304ab1b56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_757304ab1b56_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4ceae674762f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4ceae674762f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_98abb1496a64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98abb1496a64_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_68d2505cf08f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68d2505cf08f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9b44deecd6a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b44deecd6a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_af2c5a09e070(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af2c5a09e070_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_42dd8d949b5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_42dd8d949b5c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d4be4a8d6326(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d4be4a8d6326_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_68c08ec49889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68c08ec49889_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8902f676813d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8902f676813d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8eff3cf9d95a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8eff3cf9d95a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56bc5654b943(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56bc5654b943_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1b2cbf704176(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b2cbf704176_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e90f2b08b303(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e90f2b08b303_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5e825f8d58c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5e825f8d58c6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_19a72edfb7b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19a72edfb7b3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e242c4c315cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e242c4c315cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_13bc755d6780(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13bc755d6780_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8ee58b8d653f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ee58b8d653f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dbbb203c6199(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbbb203c6199_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_de560935c1dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_de560935c1dd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ed599169eb86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed599169eb86_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6a499126575c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a499126575c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_399865db68bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_399865db68bc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fafad106c041(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fafad106c041_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5246ed55bee8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5246ed55bee8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb53c7bff7c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb53c7bff7c8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8fffd742ee4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8fffd742ee4f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_593259fb1c15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_593259fb1c15_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_00d3797088f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00d3797088f6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b855a7d4a740(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b855a7d4a740_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1ef6128aa058(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1ef6128aa058_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_73e5ee412083(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_73e5ee412083_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_208c06988d67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_208c06988d67_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6945fa1d8e0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6945fa1d8e0c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f5d173075598(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5d173075598_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e14d52a1a63f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e14d52a1a63f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_760fcda95df7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_760fcda95df7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c264a0b184da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c264a0b184da_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_64a027fbf3d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_64a027fbf3d6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba0f8ea218c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba0f8ea218c2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d2feadb509ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d2feadb509ad_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a33c4f545e32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a33c4f545e32_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8d4119a58d28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8d4119a58d28_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_483aecc4a6c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_483aecc4a6c1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bfbce396a83c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfbce396a83c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a1319b22109(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a1319b22109_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_47700304fabb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47700304fabb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8c4b4a8c0b99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c4b4a8c0b99_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f8e5e4031a78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8e5e4031a78_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f5d6c6804d82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f5d6c6804d82_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f28cb81d2d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f28cb81d2d1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_745811288d98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_745811288d98_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_daf5281e5c6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_daf5281e5c6a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_be4d39d74599(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_be4d39d74599_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_51e43aaea91a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51e43aaea91a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_41b50f8e55b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41b50f8e55b3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9b0232a5772e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b0232a5772e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8041c9e68531(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8041c9e68531_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c922cd1c6b98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c922cd1c6b98_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aed875321c8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aed875321c8c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5aacfb8942c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5aacfb8942c3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_055fba0c76f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_055fba0c76f0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1bf736a92d14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bf736a92d14_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d22a92e26dde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d22a92e26dde_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e3db7444fc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e3db7444fc0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_53abadd24dd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_53abadd24dd5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b47afc1391a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b47afc1391a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_95c1581e4c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_95c1581e4c14_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9a586a1e9384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a586a1e9384_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2376d6855526(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2376d6855526_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a57e73cbb4f1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a57e73cbb4f1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_63547dd71eb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_63547dd71eb0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f3d5565289b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3d5565289b0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0776ca6dca26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0776ca6dca26_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b6025177a2ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6025177a2ca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f9e2647dfb44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9e2647dfb44_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eabea2a6fc46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eabea2a6fc46_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_16753eb26252(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16753eb26252_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e0a7a4e71c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0a7a4e71c55_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0cc42fe66d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0cc42fe66d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d6ed2dbbefe7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6ed2dbbefe7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d51fbf52b132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d51fbf52b132_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_25681231491f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_25681231491f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f2c77946e214(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2c77946e214_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_180eaef8cefd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_180eaef8cefd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3facabf42590(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3facabf42590_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b8a5a93ee500(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8a5a93ee500_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2e41a9706240(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e41a9706240_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a40a124ddfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a40a124ddfd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b29f476d79f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b29f476d79f8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bdbfe832431f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdbfe832431f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_80cd3e628ad7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80cd3e628ad7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_60b3d1ac104a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_60b3d1ac104a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_488f730bcdbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_488f730bcdbb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_642f203303b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_642f203303b4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_82e4e1b54cf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_82e4e1b54cf9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fcdf52b00438(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fcdf52b00438_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e1476df50ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1476df50ea9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6deccc116ca4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6deccc116ca4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cdd427168c19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdd427168c19_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2f0b52ec9bf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2f0b52ec9bf7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9a59df7428a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a59df7428a1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e08090ea67f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e08090ea67f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9263dc339df2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9263dc339df2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_19c79538cb79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19c79538cb79_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c47bf77683b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c47bf77683b1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e0745c289281(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0745c289281_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_57e10e2d6675(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_57e10e2d6675_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8142430ea903(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8142430ea903_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_51fcf9be0d78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51fcf9be0d78_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8da77fc4e66b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8da77fc4e66b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7ebda106881f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ebda106881f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0b1641978790(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0b1641978790_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2be97c43ab91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2be97c43ab91_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a688d624b4cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a688d624b4cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_661fb65d60cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_661fb65d60cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_47be32e62345(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47be32e62345_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1f4a1a7a540a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f4a1a7a540a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3f36f5ece5de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f36f5ece5de_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f8400b4d1b23(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f8400b4d1b23_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5aefb85ca88c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5aefb85ca88c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c7af77a9bba4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7af77a9bba4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_43339e4bfc3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43339e4bfc3c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_97e3437661db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_97e3437661db_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_339cb03c1e94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_339cb03c1e94_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_af8276ace213(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_af8276ace213_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_03a8f5f9e08c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03a8f5f9e08c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5737cf22e253(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5737cf22e253_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0ad96ef75fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0ad96ef75fe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1bb25457c6c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bb25457c6c7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_86e28d863ac5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_86e28d863ac5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_39beca85002b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_39beca85002b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1367441f754c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1367441f754c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4c5dae551894(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4c5dae551894_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b95aa7371212(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b95aa7371212_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9c390a9b520e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c390a9b520e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2024ecb82c76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2024ecb82c76_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_723e017067c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_723e017067c1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e0001f92b8ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0001f92b8ca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40df42508cc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40df42508cc9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b7eea20e4c8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b7eea20e4c8d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5de4a03b5b2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5de4a03b5b2e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7e066fa3d3e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e066fa3d3e0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a72af698f735(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a72af698f735_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_abe3a8c43917(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_abe3a8c43917_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0b102b93cb95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0b102b93cb95_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_04951b18d837(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04951b18d837_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3fb8270aeb11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3fb8270aeb11_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5fb37fad700a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5fb37fad700a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a84d0b4f046a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a84d0b4f046a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ecc50c93d628(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ecc50c93d628_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d3bb74a19a35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d3bb74a19a35_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ceb4f7e13e13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ceb4f7e13e13_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2d8eaca20b75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2d8eaca20b75_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8c74576aa22d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c74576aa22d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9f70fb90171f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9f70fb90171f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c8cc874c12ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c8cc874c12ee_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_edef09bbaa26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edef09bbaa26_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0177ab8b59f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0177ab8b59f2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_81d4c6670cd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81d4c6670cd2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2ba193b6bfc4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2ba193b6bfc4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b615a5efa53f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b615a5efa53f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7043ff430936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7043ff430936_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d41bd8b48f91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d41bd8b48f91_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a5f953de142(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a5f953de142_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_660140c580b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_660140c580b2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f99f1fbc9cfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f99f1fbc9cfd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_02861f8d92d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02861f8d92d8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_69697742dab9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69697742dab9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d7f579e02115(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7f579e02115_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_02557a79531a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02557a79531a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8032fd82feef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8032fd82feef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_253c3961a5d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_253c3961a5d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e62a9f02584(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e62a9f02584_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb3818ac7ebc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb3818ac7ebc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e952961eae51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e952961eae51_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2091ed97ab9b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2091ed97ab9b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_65b42797e6e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65b42797e6e0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9ad611aa3b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9ad611aa3b4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40404aa77be4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40404aa77be4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_27ac1f88f818(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27ac1f88f818_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_19d4cda99211(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19d4cda99211_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b6824aee5df8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6824aee5df8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_adf306c07650(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adf306c07650_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3d087be1a021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d087be1a021_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c7e81627b055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c7e81627b055_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_156debf975ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_156debf975ff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_891583c01d5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_891583c01d5d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_67416ae122b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67416ae122b6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4974ac9c4125(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4974ac9c4125_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb72ae9322ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb72ae9322ef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_20fca36952f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20fca36952f2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9c74c5d4769e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c74c5d4769e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_23f4b33660c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23f4b33660c0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4d8dfffb6b69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4d8dfffb6b69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_776ef6672aed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_776ef6672aed_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2d955442c6dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2d955442c6dd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ae735decb35b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ae735decb35b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9e60ff6cd206(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9e60ff6cd206_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_04dc52d7b402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_04dc52d7b402_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1a6259ac2fec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a6259ac2fec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9689370caaf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9689370caaf1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_360f1cd8a9fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_360f1cd8a9fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f317f54e213d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f317f54e213d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62f8c14751e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62f8c14751e2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a893e995e553(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a893e995e553_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f46945d21b07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f46945d21b07_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_69ef554da70f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69ef554da70f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_624171760dda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_624171760dda_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c89dc4c0961b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c89dc4c0961b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_763a94d42e5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_763a94d42e5f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1fe658f9ac5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fe658f9ac5f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_405aac1bd25a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_405aac1bd25a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5960bccfe24f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5960bccfe24f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6085e422a39c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6085e422a39c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ad260471e8e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad260471e8e9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04c926b3fd41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04c926b3fd41_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f364bbb4ea69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f364bbb4ea69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eca2284fe73e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eca2284fe73e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6b0a6ceda574(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b0a6ceda574_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e40fb97893e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e40fb97893e9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8b7a8b0510c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b7a8b0510c1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d77038d4178(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d77038d4178_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a7dfbef6a80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a7dfbef6a80_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_001d532eda20(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_001d532eda20_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_466dcfb32b0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_466dcfb32b0a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_11e59bcd15c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11e59bcd15c3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a6f9463300eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6f9463300eb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cf195247244c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf195247244c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_563446275f53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_563446275f53_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_38eb0e74a7a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38eb0e74a7a3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_84241283c585(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84241283c585_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de6dd12c53fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de6dd12c53fa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c581ffd8a50c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c581ffd8a50c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9cb852e342e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9cb852e342e2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17b474302243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17b474302243_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_133d3c428cab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_133d3c428cab_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d11a27f6fcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d11a27f6fcc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_97bd86cd6d5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97bd86cd6d5f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16f18776340b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16f18776340b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e05dc23c15b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e05dc23c15b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0753608a080(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0753608a080_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef17e5df27c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef17e5df27c8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1dee6cba6b84(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1dee6cba6b84_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8f3570eae18f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f3570eae18f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ea3df19b51d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ea3df19b51d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d6ceb68574a1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6ceb68574a1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f4e0ee9e6a51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4e0ee9e6a51_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_957ad921ffde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_957ad921ffde_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e4df3eda8fd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4df3eda8fd6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a6399c10828(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a6399c10828_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d59a0844e365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d59a0844e365_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5554470e2ee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5554470e2ee4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a021128e7723(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a021128e7723_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f7a8cb6d50d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f7a8cb6d50d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f65d18487c66(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f65d18487c66_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2022822856bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2022822856bc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_68155043ade6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_68155043ade6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52631f05e016(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52631f05e016_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_338ed5ba77b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_338ed5ba77b1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3c4dd569381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3c4dd569381_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_28eab34d9ac0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28eab34d9ac0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2c7eb519ced7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2c7eb519ced7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b645e666d06f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b645e666d06f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f41bca6a59cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f41bca6a59cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_37415c4f9990(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37415c4f9990_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_577a34400fba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_577a34400fba_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_352ace211274(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_352ace211274_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6b68b01e92fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b68b01e92fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c8a573cda1b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8a573cda1b5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5c79c33114d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c79c33114d3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4cd4b07a68a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4cd4b07a68a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dd2ad0aa73f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd2ad0aa73f0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_41c22f94c066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41c22f94c066_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e991264d2307(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e991264d2307_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac0cbba95882(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac0cbba95882_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c65c9faae43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c65c9faae43_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9bdb2253b4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9bdb2253b4c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_abcb4950ec71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abcb4950ec71_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d52b91a00e0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d52b91a00e0b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e7653b9e3e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e7653b9e3e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1942f7153ed6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1942f7153ed6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6bf08e57bb3b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6bf08e57bb3b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b743f422fc14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b743f422fc14_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9d64131f278e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d64131f278e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3cc00e3c1848(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3cc00e3c1848_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f68c6b931be3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f68c6b931be3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_508a74ec14e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_508a74ec14e0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8440ce1de9c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8440ce1de9c2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1f360591ade2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f360591ade2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31924ab6d909(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31924ab6d909_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4fa947654c93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fa947654c93_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d13cc65fd4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d13cc65fd4c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9a0684cd8ef7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a0684cd8ef7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_20b9a5acad0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20b9a5acad0d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e31d513cc221(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e31d513cc221_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe8b6b95edb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe8b6b95edb9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0bc4deee45c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0bc4deee45c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_056d45d61436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_056d45d61436_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4193cc987f12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4193cc987f12_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e46ffe121019(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e46ffe121019_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b8cf318521ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b8cf318521ad_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f8eeb6537382(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8eeb6537382_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a81f3eb2b40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a81f3eb2b40_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ed63137b81e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ed63137b81e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05778eb2d832(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05778eb2d832_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_327298b0db7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_327298b0db7c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_519adb45e0dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_519adb45e0dd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bced8e6d6504(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bced8e6d6504_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dbd90c848693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbd90c848693_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2176d4dd3f3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2176d4dd3f3c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_927f670086f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_927f670086f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7dd75688a2e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7dd75688a2e7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32bb30021653(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32bb30021653_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8cbc43791055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cbc43791055_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34cfeaa0a1e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34cfeaa0a1e7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce7dabd04cc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce7dabd04cc3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c1a37294d0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c1a37294d0a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_59b92a6bad7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59b92a6bad7d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a8cc479d8f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a8cc479d8f8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c94f182aec95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c94f182aec95_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5cd6c83a2a8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cd6c83a2a8a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8a5c0fb3dca2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8a5c0fb3dca2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_54fb493aae95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54fb493aae95_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b69f4fa5b490(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b69f4fa5b490_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f044d9b2528d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f044d9b2528d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c9298cb6553(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c9298cb6553_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_138c1bb5b9fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_138c1bb5b9fd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8e55422986fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e55422986fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1931e639970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1931e639970_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5032630d395a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5032630d395a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b35d036eb7d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b35d036eb7d8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_14a254cdec45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14a254cdec45_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_684b09c3c10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_684b09c3c10f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8aa6e338efa2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aa6e338efa2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e5669b6036e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e5669b6036e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_20611c7edeba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20611c7edeba_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cac665d263ee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cac665d263ee_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_831bd043d220(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_831bd043d220_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fcf2326f088e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcf2326f088e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a1aa699d8181(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1aa699d8181_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7ee05685225e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7ee05685225e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_60c8b90573c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60c8b90573c6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb0e6a7ddba8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb0e6a7ddba8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0a728d162be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0a728d162be_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95610622cbae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95610622cbae_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0712d0cc1997(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0712d0cc1997_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d9816991d2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d9816991d2a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca0c96e2a574(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca0c96e2a574_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_934d71bbadeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_934d71bbadeb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbc0284265db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbc0284265db_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea90be215208(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea90be215208_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52d656aec6f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52d656aec6f7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6dee9d8b7c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6dee9d8b7c6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b619b9eefa8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b619b9eefa8c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2a3acbababa3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a3acbababa3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e38509ef73c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e38509ef73c9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac99ef73ab98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac99ef73ab98_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8e2a4591b05e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e2a4591b05e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4304783b183b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4304783b183b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f6a20e1c4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f6a20e1c4c2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e6efe21c102(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e6efe21c102_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0330e16f78b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0330e16f78b1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4e9af1744b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4e9af1744b0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_087e56997f11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_087e56997f11_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16e4d1870360(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16e4d1870360_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1aeaa5b8e9e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1aeaa5b8e9e4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dad79b70cd60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dad79b70cd60_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dee25ee76d95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dee25ee76d95_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_752857eef236(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_752857eef236_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eadfa6df9d52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eadfa6df9d52_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_85c28f3b2a87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85c28f3b2a87_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78e2aedb4c9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78e2aedb4c9f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78a81f7c945a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78a81f7c945a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_041af8a7108b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_041af8a7108b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d8b3937ba02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d8b3937ba02_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_258e96369343(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_258e96369343_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ee54f3f7187(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee54f3f7187_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc7169ffa3ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc7169ffa3ef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eedb03e02363(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eedb03e02363_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5382f6e232d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5382f6e232d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5dacba8c7af7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dacba8c7af7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_14af7c389ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14af7c389ea9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7bea5dd49860(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7bea5dd49860_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3f6e3d1b9d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3f6e3d1b9d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_444f6b2c8c6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_444f6b2c8c6c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01a03988b72a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01a03988b72a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce1c94a1db6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce1c94a1db6c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e643bae1a67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e643bae1a67_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_19c03f5ecfbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19c03f5ecfbb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f3bfe5de722c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3bfe5de722c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_791ad57fc611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_791ad57fc611_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b6ff0b1e0ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b6ff0b1e0ab_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df0a5cc49f67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df0a5cc49f67_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_64ffa7b53338(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_64ffa7b53338_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9532b557c31c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9532b557c31c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c58da3683a74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c58da3683a74_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_075d82b36156(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_075d82b36156_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea22b171b17e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea22b171b17e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a1b48664efdb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1b48664efdb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e8cdf589080e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8cdf589080e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e5fa769af0ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5fa769af0ff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ceb6d64dd94b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceb6d64dd94b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b68807e03d36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b68807e03d36_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_54570df712cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54570df712cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94d2139e939d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94d2139e939d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3695d75ca190(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3695d75ca190_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4fd60f19ec5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4fd60f19ec5d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0bc2510564a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bc2510564a9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_83fd9b2177ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83fd9b2177ef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_46163e28c878(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46163e28c878_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2034d12d5ac5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2034d12d5ac5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34f2dd8999ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34f2dd8999ff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6b0afdab116f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b0afdab116f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2e2e3b27402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2e2e3b27402_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_594a2e2db5eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_594a2e2db5eb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5f0c9ff2d1e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f0c9ff2d1e4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db924bfa6fe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db924bfa6fe3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_733017b6be3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_733017b6be3f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc08dcbc34a4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc08dcbc34a4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_99d80cd03eff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99d80cd03eff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea04db1a614f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea04db1a614f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_be6774a99860(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_be6774a99860_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f10b503eb7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f10b503eb7b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1ec88485416e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ec88485416e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6c285bfb62f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c285bfb62f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42984226f239(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42984226f239_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_147ad5bcb72c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_147ad5bcb72c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4b56a4227cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4b56a4227cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4160e4444aaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4160e4444aaf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9312c30f67f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9312c30f67f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c14d433f7b99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c14d433f7b99_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_00d48d8843b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_00d48d8843b8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1fc5bf75042(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1fc5bf75042_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5697222dad0c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5697222dad0c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ae8c0441d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ae8c0441d77_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_38d58ec21dfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38d58ec21dfc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_740dfbbdadcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_740dfbbdadcd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ad4a9be0dece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad4a9be0dece_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fd0aef028469(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd0aef028469_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b06ada6402fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b06ada6402fe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d2ab41a1ea7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d2ab41a1ea7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_14036772baf4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14036772baf4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34133ec4d015(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34133ec4d015_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_60e84e66651e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_60e84e66651e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6689a37d0d19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6689a37d0d19_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c531c6877dfe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c531c6877dfe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_45370d1601f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45370d1601f3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d91dd4109f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d91dd4109f6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_947f2e96745b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_947f2e96745b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0478b764cdc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0478b764cdc2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f71b5ccdf43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f71b5ccdf43_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d249a0aaad37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d249a0aaad37_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c1b36921c1bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1b36921c1bb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7b8a341afd81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b8a341afd81_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8be426d5a80b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8be426d5a80b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c2a9b10b05f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c2a9b10b05f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31784827c183(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31784827c183_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7309ff8aacfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7309ff8aacfa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6c0347caa8eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6c0347caa8eb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_99c57bf4d188(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99c57bf4d188_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6081142b0a32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6081142b0a32_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3241740ddec0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3241740ddec0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9693527c284b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9693527c284b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_920ff1ce1de5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_920ff1ce1de5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8f50d07b412f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f50d07b412f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c40945248f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c40945248f3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02167b0f5c60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02167b0f5c60_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a050ad043445(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a050ad043445_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c9b0b0a2a472(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9b0b0a2a472_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_67733f76ba7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67733f76ba7e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5055ce1d3e59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5055ce1d3e59_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_305c9531a422(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_305c9531a422_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74da78b742d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74da78b742d5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31d7bd0284be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31d7bd0284be_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_728a3989c288(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_728a3989c288_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e46df98cb93c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e46df98cb93c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e5ec4bb1a1dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5ec4bb1a1dc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_568053e90f68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_568053e90f68_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_27738b076dca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_27738b076dca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_907cc2a0774d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_907cc2a0774d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_010a2356d54e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_010a2356d54e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9a2edaa3baaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a2edaa3baaa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9505145a6b5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9505145a6b5d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6035a1e7dd87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6035a1e7dd87_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_70a7270d47f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70a7270d47f9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0770ec5ec8cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0770ec5ec8cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_22c24eba0ea8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22c24eba0ea8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_30dfbe2e87c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30dfbe2e87c5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_805e66be3bbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_805e66be3bbf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cba30dc30e4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cba30dc30e4d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0333ba8d0b3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0333ba8d0b3a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8f229401ad74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f229401ad74_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6206904e2f81(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6206904e2f81_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a3717ae82fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a3717ae82fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a80d0ac03287(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a80d0ac03287_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17f3465e7410(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17f3465e7410_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02210fc2519c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02210fc2519c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_711e5b95ce13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_711e5b95ce13_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_92b8fede0fbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92b8fede0fbd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_921d6b9ed6c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_921d6b9ed6c9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d7ab737869e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7ab737869e7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_453a18bff4f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_453a18bff4f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_492c2f4b9c07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_492c2f4b9c07_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c594bd2e543a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c594bd2e543a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3fd74633ee0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fd74633ee0d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a9691179a947(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9691179a947_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62f4a61cb8fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62f4a61cb8fb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9f5ded37ef4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f5ded37ef4e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fc1b4a6bfa8f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc1b4a6bfa8f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a313bc4f9895(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a313bc4f9895_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5470a7cda626(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5470a7cda626_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_152639f99d5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_152639f99d5b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0263796151ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0263796151ed_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c535f95f7460(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c535f95f7460_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c6ec3a8ffee5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6ec3a8ffee5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_992a826753e2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_992a826753e2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4aefd0353f0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4aefd0353f0d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fb348076439(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fb348076439_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13383c013cbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13383c013cbc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed8213ffa17a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed8213ffa17a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_492c713c1d21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_492c713c1d21_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_92f6e2e415dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92f6e2e415dd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9fdb1d22167e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9fdb1d22167e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4cef3f58c19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4cef3f58c19_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07897746954d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07897746954d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_40a5755db93b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40a5755db93b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ae568cf06f88(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae568cf06f88_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2a3e30b459af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a3e30b459af_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb80862cf6de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb80862cf6de_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_214721d61af7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_214721d61af7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cfc7b45c22ad(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cfc7b45c22ad_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eda0c8b18e03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eda0c8b18e03_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9f7043376ca4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f7043376ca4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db14f89f6cf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db14f89f6cf6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7246b9967f08(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7246b9967f08_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fc8a21c0924d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fc8a21c0924d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab2fdf8f66da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab2fdf8f66da_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bbe9106b03c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bbe9106b03c0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fadcf85430ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fadcf85430ed_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6577b29503d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6577b29503d4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_504b5a05aa41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_504b5a05aa41_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0f583d534d86(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f583d534d86_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_291c47f41351(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_291c47f41351_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b26667f350f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b26667f350f2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbe61a3975c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbe61a3975c5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b9936eef2171(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9936eef2171_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cc1058266136(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc1058266136_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_451dc3ac3dce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_451dc3ac3dce_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9c0a6289716(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9c0a6289716_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f833639cb449(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f833639cb449_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42a9f7fd6693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42a9f7fd6693_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13bbf917bdfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13bbf917bdfc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04fa3fc4c741(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04fa3fc4c741_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe4221a6512c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe4221a6512c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_515a484ae759(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_515a484ae759_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1613eaea4022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1613eaea4022_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ed1a4dc4e4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ed1a4dc4e4b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f8a08d7d80d3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8a08d7d80d3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ceb7ef865d1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceb7ef865d1b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5add6b506383(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5add6b506383_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_214e55ce7af4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_214e55ce7af4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79e4b11b5377(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79e4b11b5377_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f3fde1abed40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3fde1abed40_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6252a2738edc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6252a2738edc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d224e3d005bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d224e3d005bc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e527266a923c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e527266a923c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b79b496e4b3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b79b496e4b3d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_91c9aae087e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91c9aae087e8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e0add27ad7f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0add27ad7f3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_699177affbc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_699177affbc1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ed6cacd4758(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ed6cacd4758_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c569f2e860f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c569f2e860f0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62a097c4f5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62a097c4f5ed_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5549ba7e32b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5549ba7e32b4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_92ee16cdc229(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92ee16cdc229_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c1349a2468af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1349a2468af_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_897ca5ce1a54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_897ca5ce1a54_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1358105020a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1358105020a0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d41cb56fda69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d41cb56fda69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ff80a0c6c5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ff80a0c6c5e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f8c7e584151(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f8c7e584151_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f31bec7727e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f31bec7727e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c285864567a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c285864567a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_89f819c7ca48(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_89f819c7ca48_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_baec3fff867a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_baec3fff867a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2b6d80900ea9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2b6d80900ea9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1d55eebe7192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d55eebe7192_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72e17b2dffa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72e17b2dffa7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0495ece94f9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0495ece94f9e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7cef481bffa3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cef481bffa3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f730d185cbc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f730d185cbc5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a5c0d5db6595(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5c0d5db6595_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_53a857456dee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53a857456dee_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_51bf9631b570(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51bf9631b570_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f3367438c749(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3367438c749_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78371fedb5b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78371fedb5b7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_085929de3141(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_085929de3141_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9ab3d2ef1b72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ab3d2ef1b72_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_118eb1782882(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_118eb1782882_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a4094d35e7bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4094d35e7bf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f51e3100253(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f51e3100253_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c3852476657(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c3852476657_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_085a7034b393(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_085a7034b393_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5abf26cd9f74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5abf26cd9f74_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b24b54710823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b24b54710823_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4770cacbcbb6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4770cacbcbb6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_701dd7b74810(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_701dd7b74810_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fed7c3c4207(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fed7c3c4207_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fb6ede1c44c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fb6ede1c44c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62b5216c9e5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62b5216c9e5f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a93bfaeb2216(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a93bfaeb2216_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c606f8bb634(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c606f8bb634_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ebc9ee36d6ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ebc9ee36d6ff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3e569898ae4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3e569898ae4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db54f20a79fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db54f20a79fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0100376eb86d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0100376eb86d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_50a1f1662c05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50a1f1662c05_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8b5b1308d93a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b5b1308d93a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_846d818ebac7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_846d818ebac7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d62eaf57f2f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d62eaf57f2f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb0ca5e3cb61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb0ca5e3cb61_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0411b2283cec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0411b2283cec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_28efea071c5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28efea071c5d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_791af3ce0030(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_791af3ce0030_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f539835b5c1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f539835b5c1b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e9d5eb4a0796(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9d5eb4a0796_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a45afcb7ec9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a45afcb7ec9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c93cd59813f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c93cd59813f3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b93bbee67c7b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b93bbee67c7b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_823d42bc6dbe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_823d42bc6dbe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7304903ce8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7304903ce8b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_908cbbed04c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_908cbbed04c0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02401fcf5216(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02401fcf5216_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d0a6888b955(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d0a6888b955_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b2dc14c92095(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b2dc14c92095_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b73c56ebc58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b73c56ebc58_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bcc358c007f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bcc358c007f0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7255d32f577d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7255d32f577d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_75fb4489c152(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75fb4489c152_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9918e79d9ad4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9918e79d9ad4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4528c405c63c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4528c405c63c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_98ca9445bb26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98ca9445bb26_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ee059621bb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee059621bb9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_98a5f22a7aea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98a5f22a7aea_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d72ecfd1565c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d72ecfd1565c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc4ae3604fe2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc4ae3604fe2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a74760f3b4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a74760f3b4c2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a24f64e7633(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a24f64e7633_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0f693c91ee40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f693c91ee40_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ffd0ffadc88d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ffd0ffadc88d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_429d64035a9c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_429d64035a9c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eaf0cdafb1cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eaf0cdafb1cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f41b05158dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f41b05158dd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a409f24bcc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a409f24bcc2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74581943cca9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74581943cca9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_610d7522a01b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_610d7522a01b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e4b6220a735(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e4b6220a735_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef708283f7b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef708283f7b4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f3bddddc2fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f3bddddc2fd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d621856a0cd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d621856a0cd5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81f2f8bc8bfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81f2f8bc8bfc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_782e3304543a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_782e3304543a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e505ab49f1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e505ab49f1f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9475e52ab2c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9475e52ab2c2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_28dd1163a517(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28dd1163a517_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ceadf8029243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceadf8029243_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1423adddb005(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1423adddb005_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ff2fb3aa73c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ff2fb3aa73c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed357d8f9730(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed357d8f9730_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_774952fb45c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_774952fb45c4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f8d1f5db19c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8d1f5db19c7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2f3a0fdc816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2f3a0fdc816_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb0af0bab249(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb0af0bab249_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d0cab3761c07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d0cab3761c07_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b81443c4e066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b81443c4e066_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb961f81436b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb961f81436b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77c9fc6b34ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77c9fc6b34ec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ada12100ef4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ada12100ef4f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6477fb0607c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6477fb0607c5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_18954f2d099f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18954f2d099f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b36d62fa5654(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b36d62fa5654_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a92ec302bb0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a92ec302bb0f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35ad7816e261(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35ad7816e261_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb721d90a124(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb721d90a124_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_608d2ad93d5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_608d2ad93d5e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d153224fd2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d153224fd2f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_94b640b6c0a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_94b640b6c0a7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21ff07caaef7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21ff07caaef7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_908be9de37b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_908be9de37b4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f1c77032e9ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1c77032e9ec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a3f2c71d6c91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3f2c71d6c91_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9f98a2ec790a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f98a2ec790a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea16380217d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea16380217d2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a1b1dea1723(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a1b1dea1723_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb9dd3373a77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb9dd3373a77_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbf14edaa0ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbf14edaa0ff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5d991843ff93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d991843ff93_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e59070a1bc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e59070a1bc7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42439c2272f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42439c2272f9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3b43501e105(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3b43501e105_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_33081ebcc5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33081ebcc5ed_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f9fa87a9932a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f9fa87a9932a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f9d5224299f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f9d5224299f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_22ec0c399da8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22ec0c399da8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_91ad28729d10(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91ad28729d10_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ad2f43f268f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ad2f43f268f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0749e9acfafa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0749e9acfafa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0448481d16b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0448481d16b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79385a139c1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79385a139c1f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ab1a92d5d0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ab1a92d5d0f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d5f11d5c85e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5f11d5c85e0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5c1b832c19b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c1b832c19b1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e707e6b8efa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e707e6b8efa5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5057fa73d937(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5057fa73d937_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21210842394e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21210842394e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_282577f4f8f2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_282577f4f8f2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0738b6618147(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0738b6618147_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72cfb91d6a27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72cfb91d6a27_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a07e560f4c1a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a07e560f4c1a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f335e1bde58(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f335e1bde58_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e330942e14e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e330942e14e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d206477935c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d206477935c8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aef9aafba688(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aef9aafba688_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4975fa1100df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4975fa1100df_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_38d1782f163f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38d1782f163f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0eb3b9e06ccf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0eb3b9e06ccf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0ccc94faced9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ccc94faced9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_47e45db8138b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_47e45db8138b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80e547e5a449(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80e547e5a449_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a6b4f491fd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a6b4f491fd9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6e7eaf14e446(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e7eaf14e446_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_128079f70001(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_128079f70001_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d240953695ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d240953695ec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3cefdfe472e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3cefdfe472e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbb0ce5d0925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbb0ce5d0925_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a3055a5f3f8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3055a5f3f8c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d50d18d28038(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d50d18d28038_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_43d6fba643cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_43d6fba643cc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d98bdfd1e09(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d98bdfd1e09_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d8ca4660a69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d8ca4660a69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aea8da491867(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aea8da491867_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_415b6392f5b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_415b6392f5b8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8824287dcf12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8824287dcf12_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a6c2d152dff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a6c2d152dff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5b30d4a9b35d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b30d4a9b35d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a31980c506e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a31980c506e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2171c66c29c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2171c66c29c5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_98d88d63f681(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98d88d63f681_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4cc5712ef9cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4cc5712ef9cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_26c08c0197c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26c08c0197c4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d25b8deb00c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d25b8deb00c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b792a2e0316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b792a2e0316_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a50db73b8fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a50db73b8fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01c77dbcd1e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01c77dbcd1e6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e006a2146ebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e006a2146ebe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_58367789cfcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58367789cfcd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6022c5efafb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6022c5efafb1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_722708241705(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_722708241705_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3050102b8b77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3050102b8b77_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_57c976e640d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57c976e640d2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fced526ee68f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fced526ee68f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3da9146d9d44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3da9146d9d44_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a93cd6abf6a7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a93cd6abf6a7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4324aa90b301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4324aa90b301_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_defce0ba5b61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_defce0ba5b61_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a4e10653247(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a4e10653247_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81ff9238ee7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81ff9238ee7a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9046aa9c7db3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9046aa9c7db3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b087ee589cae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b087ee589cae_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_663cb133262c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_663cb133262c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d01d265df3b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d01d265df3b2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16666419d478(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16666419d478_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3455b44120f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3455b44120f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a32e693df333(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a32e693df333_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f436c3e80b39(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f436c3e80b39_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_152834a43873(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_152834a43873_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c66473c7f57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c66473c7f57_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6158806e5a18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6158806e5a18_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c8810ae2773b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8810ae2773b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5288c39db551(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5288c39db551_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9307a8f46918(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9307a8f46918_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_09ee23952868(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_09ee23952868_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8e0e6b9927f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e0e6b9927f6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f24750220d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f24750220d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_51b0edae5f8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51b0edae5f8e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_093669d77a69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_093669d77a69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dece889e2f44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dece889e2f44_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e204beda60d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e204beda60d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4c75a5b3a98c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4c75a5b3a98c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b7217b23828e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b7217b23828e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b48c9ffc5432(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b48c9ffc5432_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab3a7d8cd79a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab3a7d8cd79a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a4281932fcfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a4281932fcfc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ff686e484b3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ff686e484b3f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6837c622d5d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6837c622d5d0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f5fd26433823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5fd26433823_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6683c2afc870(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6683c2afc870_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c594249a5840(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c594249a5840_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_533d9d305ea3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_533d9d305ea3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2dcab0545c6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2dcab0545c6e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af8773ea08a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af8773ea08a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_49d63000294b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_49d63000294b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1baca5178c8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1baca5178c8d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17a883dc51ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17a883dc51ca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb388ba376c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb388ba376c4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e7c38d04cd31(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e7c38d04cd31_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5fb80a9f0143(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5fb80a9f0143_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d1211b1f6c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d1211b1f6c6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_651dbe2cf580(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_651dbe2cf580_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_113d1479370e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_113d1479370e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_958b3bf9e18b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_958b3bf9e18b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78e7832b12a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78e7832b12a3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_edefc4f46a17(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edefc4f46a17_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ee4ba7b3ed18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee4ba7b3ed18_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5cc28fbf0cf9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5cc28fbf0cf9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_970381726e83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_970381726e83_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_50410ef4bb6b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50410ef4bb6b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c555ba1e9e4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c555ba1e9e4e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_51ed26456dec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51ed26456dec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f1e3877aa4ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1e3877aa4ce_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3850c355a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3850c355a6f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_15827a670441(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15827a670441_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7890e95c6629(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7890e95c6629_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31c82034c048(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31c82034c048_plain(const NormgenFwdParams p);
 
 namespace {
 
@@ -934,6 +1852,7 @@ enum Storage { REGS = 0, PIPELINED = 1, SMEM = 2, RELOAD = 3, RING = 4 };
 
 struct Variant {
   const void* kernel;
+  const void* plain_kernel;  // its plain twin: the same kernel without the programmatic-launch prologue
   int storage, threads, vec, threads_per_row, items, cluster;
   int stage_bytes;  // element size smem mode stages
   int ring_bytes;   // shared memory of a ring (fixed by the parameters)
@@ -942,924 +1861,924 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_a68f4acf9201, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_5f042a3c882f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_c7d27bb826fa, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_3ed58036bf52, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_ce57f576e191, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_layernorm_fwd_6c8929d0ae36, 4, 128, 8, 32, 2, 1, 2, 12288, 512 },  // ring.t128.v8.tpr32.i2.s3.h512
-  {(const void*)&normgen_layernorm_fwd_42d6f279af9c, 4, 128, 8, 32, 2, 1, 2, 14336, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_be5c1fc449b1, 4, 1024, 8, 16, 4, 1, 2, 198656, 512 },  // ring.t1024.v8.tpr16.i4.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_20547f14aaca, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_440dfcc5ef69, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_3b0827abf90b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
-  {(const void*)&normgen_layernorm_fwd_1c5f21c08ebc, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_b45928a4323a, 4, 512, 8, 16, 6, 1, 2, 101376, 768 },  // ring.t512.v8.tpr16.i6.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_38e97364589a, 0, 1024, 8, 32, 3, 1, 2, 0, 768 },  // regs.t1024.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_5d1b9bfdebe8, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_f64ed5212f10, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_76b20bc1a061, 0, 256, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t256.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_dfa1239f22bc, 4, 512, 8, 32, 4, 1, 2, 102400, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_e00956e8a022, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_7006429b3f8d, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_6f699ede4dad, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_3d00ef626088, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_457a12a04f35, 4, 128, 8, 128, 2, 1, 2, 16384, 1536 },  // ring.t128.v8.tpr128.i2.s2.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_bdc35eb4c494, 4, 512, 8, 32, 6, 1, 2, 153600, 1536 },  // ring.t512.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_056fc76d3eb4, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_92795d8ec3de, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3.cap
-  {(const void*)&normgen_layernorm_fwd_da8fc714c1fd, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_34e920a988c0, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_7eecf2522bdd, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_0847fc905fee, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_ba1bc004e939, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_41c201b060f6, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_28bdf2560fce, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_56dedc50b97b, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_e18440d81401, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_bf9f10499cde, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_394ed8ae246b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_14a5be7766fd, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
-  {(const void*)&normgen_layernorm_fwd_f0807f5c132e, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_5823d4221caa, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.cap
-  {(const void*)&normgen_layernorm_fwd_17f98bea4e9e, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_9ca735badab1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_0f4929f25074, 4, 128, 8, 64, 6, 1, 2, 36864, 3072 },  // ring.t128.v8.tpr64.i6.s2.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_b8940192822f, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_a693b832015c, 0, 256, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t256.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_972d605c81b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_layernorm_fwd_6bb93c614661, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_bcc5ef80ca4e, 4, 512, 8, 256, 2, 1, 2, 49152, 4096 },  // ring.t512.v8.tpr256.i2.s3.h4096
-  {(const void*)&normgen_layernorm_fwd_5b49685d73b3, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_cc5bd0ee09a6, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_c9ef45b5f4f5, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_d96c242396f5, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_layernorm_fwd_459e9bd705da, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.cap
-  {(const void*)&normgen_layernorm_fwd_243d50fd1052, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_8d41e3aac477, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_23606527e2e1, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_f91bd535a0a5, 4, 256, 8, 128, 6, 1, 2, 98304, 6144 },  // ring.t256.v8.tpr128.i6.s3.sw.h6144
-  {(const void*)&normgen_layernorm_fwd_189610f058ae, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_236845bc3174, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_9102fa4ce3fa, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
-  {(const void*)&normgen_layernorm_fwd_7f7cdda40cea, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_layernorm_fwd_60d9af5076bc, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
-  {(const void*)&normgen_layernorm_fwd_a5ffeb67c45e, 4, 256, 8, 128, 7, 1, 2, 114688, 7168 },  // ring.t256.v8.tpr128.i7.s3.sw.h7168
-  {(const void*)&normgen_layernorm_fwd_052178614348, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
-  {(const void*)&normgen_layernorm_fwd_d6344be05bb3, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_b5321cb27029, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_f9a8277793a2, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_a527646ac0a9, 4, 512, 8, 128, 8, 1, 2, 229376, 8192 },  // ring.t512.v8.tpr128.i8.s3.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_cc1a335c18ad, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_8cddc412b78d, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
-  {(const void*)&normgen_layernorm_fwd_1a21e5e3a36b, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_0580f517725f, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_a3e9501bf767, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_435c08dfc58a, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_46094e2ce89f, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_layernorm_fwd_45afb960fdd3, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_20a90a08ebd9, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_layernorm_fwd_19abce4c652f, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_2dc226d330e9, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_layernorm_fwd_8483577bc46a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_4cb7e6777be9, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_6512657ea6a6, 0, 128, 8, 128, 8, 2, 2, 0, 16384 },  // regs.t128.v8.tpr128.i8.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_ace0d1a0276b, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_layernorm_fwd_decb4dd8b0ba, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_ab981da34f25, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_d62328129fc3, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.cap
-  {(const void*)&normgen_layernorm_fwd_890475d326a3, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_982e04ee35e5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_a67cd2419b1e, 0, 64, 8, 64, 4, 16, 2, 0, 0 },  // regs.t64.v8.tpr64.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_0f00105733c6, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_da8926d7c038, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_layernorm_fwd_a46bffb51ace, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_757304ab1b56, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_4ceae674762f, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_98abb1496a64, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_68d2505cf08f, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_9b44deecd6a6, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_af2c5a09e070, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_42dd8d949b5c, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_d4be4a8d6326, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_layernorm_fwd_68c08ec49889, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_8902f676813d, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_layernorm_fwd_8eff3cf9d95a, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_56bc5654b943, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_1b2cbf704176, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_e90f2b08b303, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_5e825f8d58c6, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_19a72edfb7b3, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_layernorm_fwd_e242c4c315cb, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_13bc755d6780, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_8ee58b8d653f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_dbbb203c6199, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_de560935c1dd, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_ed599169eb86, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
-  {(const void*)&normgen_layernorm_fwd_6a499126575c, 4, 128, 8, 32, 2, 1, 2, 14336, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_399865db68bc, 4, 1024, 8, 16, 4, 1, 2, 198656, 512 },  // ring.t1024.v8.tpr16.i4.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_fafad106c041, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_5246ed55bee8, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_bb53c7bff7c8, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_8fffd742ee4f, 4, 512, 8, 16, 6, 1, 2, 101376, 768 },  // ring.t512.v8.tpr16.i6.s2.sw.h768
-  {(const void*)&normgen_layernorm_fwd_593259fb1c15, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_00d3797088f6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_b855a7d4a740, 0, 256, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t256.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_1ef6128aa058, 4, 512, 8, 32, 4, 1, 2, 102400, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_layernorm_fwd_73e5ee412083, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_layernorm_fwd_208c06988d67, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_6945fa1d8e0c, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_f5d173075598, 4, 128, 8, 128, 2, 1, 2, 16384, 1536 },  // ring.t128.v8.tpr128.i2.s2.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_e14d52a1a63f, 4, 512, 8, 32, 6, 1, 2, 153600, 1536 },  // ring.t512.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_760fcda95df7, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_c264a0b184da, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_64a027fbf3d6, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_layernorm_fwd_ba0f8ea218c2, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_layernorm_fwd_d2feadb509ad, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_a33c4f545e32, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_8d4119a58d28, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_483aecc4a6c1, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_bfbce396a83c, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_5a1319b22109, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_47700304fabb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_8c4b4a8c0b99, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
-  {(const void*)&normgen_layernorm_fwd_f8e5e4031a78, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
-  {(const void*)&normgen_layernorm_fwd_f5d6c6804d82, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_6f28cb81d2d1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_745811288d98, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_daf5281e5c6a, 4, 128, 8, 64, 6, 1, 2, 36864, 3072 },  // ring.t128.v8.tpr64.i6.s2.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_be4d39d74599, 0, 256, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t256.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_51e43aaea91a, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.cap
-  {(const void*)&normgen_layernorm_fwd_41b50f8e55b3, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_layernorm_fwd_9b0232a5772e, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_8041c9e68531, 4, 512, 8, 256, 2, 1, 2, 49152, 4096 },  // ring.t512.v8.tpr256.i2.s3.h4096
-  {(const void*)&normgen_layernorm_fwd_c922cd1c6b98, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_aed875321c8c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_5aacfb8942c3, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_055fba0c76f0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_1bf736a92d14, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_layernorm_fwd_d22a92e26dde, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_layernorm_fwd_8e3db7444fc0, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_53abadd24dd5, 4, 256, 8, 128, 6, 1, 2, 98304, 6144 },  // ring.t256.v8.tpr128.i6.s3.sw.h6144
-  {(const void*)&normgen_layernorm_fwd_b47afc1391a6, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.cap
-  {(const void*)&normgen_layernorm_fwd_95c1581e4c14, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_9a586a1e9384, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_2376d6855526, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_a57e73cbb4f1, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_63547dd71eb0, 4, 256, 8, 128, 7, 1, 2, 114688, 7168 },  // ring.t256.v8.tpr128.i7.s3.sw.h7168
-  {(const void*)&normgen_layernorm_fwd_f3d5565289b0, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_0776ca6dca26, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_b6025177a2ca, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.early.h8192
-  {(const void*)&normgen_layernorm_fwd_f9e2647dfb44, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_eabea2a6fc46, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_16753eb26252, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_e0a7a4e71c55, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_f0cc42fe66d7, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_d6ed2dbbefe7, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_layernorm_fwd_d51fbf52b132, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_25681231491f, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.cap.h12288
-  {(const void*)&normgen_layernorm_fwd_f2c77946e214, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_180eaef8cefd, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_3facabf42590, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_b8a5a93ee500, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_2e41a9706240, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_5a40a124ddfd, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_b29f476d79f8, 0, 128, 8, 128, 8, 2, 2, 0, 16384 },  // regs.t128.v8.tpr128.i8.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_bdbfe832431f, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_80cd3e628ad7, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_60b3d1ac104a, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_488f730bcdbb, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_642f203303b4, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_82e4e1b54cf9, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
-  {(const void*)&normgen_layernorm_fwd_fcdf52b00438, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_e1476df50ea9, 0, 512, 8, 512, 8, 1, 2, 0, 32768 },  // regs.t512.v8.tpr512.i8.h32768
-  {(const void*)&normgen_layernorm_fwd_6deccc116ca4, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_cdd427168c19, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_2f0b52ec9bf7, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_9a59df7428a1, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_layernorm_fwd_8e08090ea67f, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
-  {(const void*)&normgen_layernorm_fwd_9263dc339df2, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_19c79538cb79, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_c47bf77683b1, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_e0745c289281, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_57e10e2d6675, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_8142430ea903, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_layernorm_fwd_51fcf9be0d78, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_8da77fc4e66b, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_7ebda106881f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_0b1641978790, 0, 128, 4, 32, 4, 1, 4, 0, 512 },  // regs.t128.v4.tpr32.i4.early.h512
-  {(const void*)&normgen_layernorm_fwd_2be97c43ab91, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
-  {(const void*)&normgen_layernorm_fwd_a688d624b4cd, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_661fb65d60cd, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_47be32e62345, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_1f4a1a7a540a, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.early.h768
-  {(const void*)&normgen_layernorm_fwd_3f36f5ece5de, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_f8400b4d1b23, 1, 256, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_5aefb85ca88c, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_c7af77a9bba4, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_43339e4bfc3c, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_97e3437661db, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_339cb03c1e94, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_af8276ace213, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.h1024
-  {(const void*)&normgen_layernorm_fwd_03a8f5f9e08c, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_5737cf22e253, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_f0ad96ef75fe, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_1bb25457c6c7, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_86e28d863ac5, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_39beca85002b, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_1367441f754c, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_4c5dae551894, 1, 512, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_b95aa7371212, 2, 256, 4, 256, 0, 1, 4, 0, 2048 },  // smem.t256.v4.tpr256.h2048
-  {(const void*)&normgen_layernorm_fwd_9c390a9b520e, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_2024ecb82c76, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_723e017067c1, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_e0001f92b8ca, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_40df42508cc9, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_b7eea20e4c8d, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
-  {(const void*)&normgen_layernorm_fwd_5de4a03b5b2e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_7e066fa3d3e0, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.early.h3072
-  {(const void*)&normgen_layernorm_fwd_a72af698f735, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap2048.h3072
-  {(const void*)&normgen_layernorm_fwd_abe3a8c43917, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_0b102b93cb95, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_04951b18d837, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_3fb8270aeb11, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_5fb37fad700a, 1, 256, 4, 256, 2, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c2
-  {(const void*)&normgen_layernorm_fwd_a84d0b4f046a, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_ecc50c93d628, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap
-  {(const void*)&normgen_layernorm_fwd_d3bb74a19a35, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_ceb4f7e13e13, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_2d8eaca20b75, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_layernorm_fwd_8c74576aa22d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_9f70fb90171f, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_c8cc874c12ee, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_edef09bbaa26, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_0177ab8b59f2, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_81d4c6670cd2, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
-  {(const void*)&normgen_layernorm_fwd_2ba193b6bfc4, 3, 512, 4, 512, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr512.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_b615a5efa53f, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_7043ff430936, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_d41bd8b48f91, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_7a5f953de142, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_660140c580b2, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
-  {(const void*)&normgen_layernorm_fwd_f99f1fbc9cfd, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_02861f8d92d8, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_69697742dab9, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_d7f579e02115, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.early.h7168
-  {(const void*)&normgen_layernorm_fwd_02557a79531a, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_8032fd82feef, 0, 1024, 4, 1024, 2, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr1024.i2.cap2048.h7168
-  {(const void*)&normgen_layernorm_fwd_253c3961a5d7, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_8e62a9f02584, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_bb3818ac7ebc, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_e952961eae51, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_2091ed97ab9b, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_65b42797e6e0, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_c9ad611aa3b4, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_40404aa77be4, 2, 512, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t512.v4.tpr512.h8192
-  {(const void*)&normgen_layernorm_fwd_27ac1f88f818, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_19d4cda99211, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_layernorm_fwd_b6824aee5df8, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
-  {(const void*)&normgen_layernorm_fwd_adf306c07650, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_3d087be1a021, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_layernorm_fwd_c7e81627b055, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_156debf975ff, 2, 512, 4, 512, 0, 1, 4, 0, 12288 },  // smem.t512.v4.tpr512.h12288
-  {(const void*)&normgen_layernorm_fwd_891583c01d5d, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_67416ae122b6, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_4974ac9c4125, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_bb72ae9322ef, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_20fca36952f2, 0, 256, 4, 256, 4, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_layernorm_fwd_9c74c5d4769e, 0, 1024, 4, 1024, 4, 1, 4, 0, 16384 },  // regs.t1024.v4.tpr1024.i4.h16384
-  {(const void*)&normgen_layernorm_fwd_23f4b33660c0, 0, 128, 4, 128, 4, 16, 4, 0, 32768 },  // regs.t128.v4.tpr128.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_4d8dfffb6b69, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_776ef6672aed, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_2d955442c6dd, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_layernorm_fwd_ae735decb35b, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_9e60ff6cd206, 1, 256, 4, 256, 8, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c4
-  {(const void*)&normgen_layernorm_fwd_04dc52d7b402, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_layernorm_fwd_1a6259ac2fec, 0, 128, 4, 128, 8, 16, 4, 0, 65536 },  // regs.t128.v4.tpr128.i8.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_9689370caaf1, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_360f1cd8a9fc, 4, 256, 4, 256, 4, 16, 4, 81920, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_f317f54e213d, 4, 128, 4, 128, 8, 16, 4, 81920, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_layernorm_fwd_62f8c14751e2, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
-  {(const void*)&normgen_layernorm_fwd_a893e995e553, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_layernorm_fwd_f46945d21b07, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_69ef554da70f, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_624171760dda, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_c89dc4c0961b, 4, 256, 4, 256, 8, 16, 4, 163840, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_763a94d42e5f, 4, 256, 4, 256, 8, 16, 4, 163840, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_1fe658f9ac5f, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_layernorm_fwd_405aac1bd25a, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5960bccfe24f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_6085e422a39c, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_ad260471e8e9, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_04c926b3fd41, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_f364bbb4ea69, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_eca2284fe73e, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_6b0a6ceda574, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_e40fb97893e9, 4, 256, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_8b7a8b0510c1, 4, 1024, 8, 16, 4, 1, 2, 197632, 512 },  // ring.t1024.v8.tpr16.i4.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_8d77038d4178, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_1a7dfbef6a80, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_001d532eda20, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_466dcfb32b0a, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_11e59bcd15c3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_a6f9463300eb, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_cf195247244c, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_563446275f53, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_38eb0e74a7a3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_84241283c585, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_de6dd12c53fa, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c581ffd8a50c, 0, 512, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t512.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9cb852e342e2, 4, 512, 8, 32, 4, 1, 2, 100352, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_17b474302243, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_rmsnorm_fwd_133d3c428cab, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_7d11a27f6fcc, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_97bd86cd6d5f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_16f18776340b, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_7e05dc23c15b, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b0753608a080, 4, 512, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t512.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ef17e5df27c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_1dee6cba6b84, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8f3570eae18f, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3ea3df19b51d, 4, 256, 8, 32, 8, 1, 2, 102400, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.hold.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d6ceb68574a1, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f4e0ee9e6a51, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_957ad921ffde, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_e4df3eda8fd6, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_0a6399c10828, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_d59a0844e365, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5554470e2ee4, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_a021128e7723, 4, 512, 8, 128, 3, 1, 2, 73728, 2560 },  // ring.t512.v8.tpr128.i3.s3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6f7a8cb6d50d, 4, 512, 8, 128, 3, 1, 2, 73728, 0 },  // ring.t512.v8.tpr128.i3.s3
-  {(const void*)&normgen_rmsnorm_fwd_f65d18487c66, 0, 256, 8, 128, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_2022822856bc, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_68155043ade6, 0, 64, 8, 64, 6, 1, 2, 0, 3072 },  // regs.t64.v8.tpr64.i6.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_52631f05e016, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_338ed5ba77b1, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e3c4dd569381, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_28eab34d9ac0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_2c7eb519ced7, 4, 512, 8, 512, 1, 1, 2, 24576, 4096 },  // ring.t512.v8.tpr512.i1.s2.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b645e666d06f, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_f41bca6a59cb, 0, 512, 8, 256, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_37415c4f9990, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_577a34400fba, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_352ace211274, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_6b68b01e92fc, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c8a573cda1b5, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_5c79c33114d3, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4cd4b07a68a6, 4, 512, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t512.v8.tpr256.i3.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_dd2ad0aa73f0, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_41c22f94c066, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e991264d2307, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_ac0cbba95882, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7c65c9faae43, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d9bdb2253b4c, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_abcb4950ec71, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d52b91a00e0b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_9e7653b9e3e5, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
-  {(const void*)&normgen_rmsnorm_fwd_1942f7153ed6, 4, 512, 8, 128, 7, 1, 2, 186368, 7168 },  // ring.t512.v8.tpr128.i7.s3.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6bf08e57bb3b, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_b743f422fc14, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9d64131f278e, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_3cc00e3c1848, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_f68c6b931be3, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_508a74ec14e0, 4, 1024, 8, 256, 4, 1, 2, 212992, 8192 },  // ring.t1024.v8.tpr256.i4.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_8440ce1de9c2, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1f360591ade2, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_31924ab6d909, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_4fa947654c93, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_3d13cc65fd4c, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_9a0684cd8ef7, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_20b9a5acad0d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_e31d513cc221, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_fe8b6b95edb9, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_f0bc4deee45c, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_056d45d61436, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_4193cc987f12, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_e46ffe121019, 0, 512, 8, 512, 1, 4, 2, 0, 16384 },  // regs.t512.v8.tpr512.i1.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_b8cf318521ad, 4, 1024, 8, 1024, 2, 1, 2, 98304, 16384 },  // ring.t1024.v8.tpr1024.i2.s3.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f8eeb6537382, 4, 512, 8, 512, 4, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i4.s2
-  {(const void*)&normgen_rmsnorm_fwd_6a81f3eb2b40, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_4ed63137b81e, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_05778eb2d832, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_327298b0db7c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_519adb45e0dd, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_bced8e6d6504, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_dbd90c848693, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2176d4dd3f3c, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_927f670086f5, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_7dd75688a2e7, 0, 128, 8, 128, 8, 4, 2, 0, 32768 },  // regs.t128.v8.tpr128.i8.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_32bb30021653, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_8cbc43791055, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_34cfeaa0a1e7, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ce7dabd04cc3, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_3c1a37294d0a, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_59b92a6bad7d, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_8a8cc479d8f8, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_c94f182aec95, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5cd6c83a2a8a, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_8a5c0fb3dca2, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_54fb493aae95, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b69f4fa5b490, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f044d9b2528d, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_7c9298cb6553, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_138c1bb5b9fd, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_8e55422986fc, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_d1931e639970, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_5032630d395a, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_b35d036eb7d8, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_14a254cdec45, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_684b09c3c10f, 4, 128, 8, 64, 1, 1, 2, 13312, 0 },  // ring.t128.v8.tpr64.i1.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_8aa6e338efa2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_1e5669b6036e, 4, 128, 8, 128, 1, 1, 2, 12288, 768 },  // ring.t128.v8.tpr128.i1.s3.h768
-  {(const void*)&normgen_rmsnorm_fwd_20611c7edeba, 4, 128, 8, 64, 2, 1, 2, 16384, 0 },  // ring.t128.v8.tpr64.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_cac665d263ee, 4, 512, 8, 32, 3, 1, 2, 148992, 768 },  // ring.t512.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_831bd043d220, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_fcf2326f088e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_a1aa699d8181, 4, 256, 8, 128, 1, 1, 2, 26624, 1024 },  // ring.t256.v8.tpr128.i1.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7ee05685225e, 4, 512, 8, 128, 1, 1, 2, 34816, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_60c8b90573c6, 4, 512, 8, 32, 4, 1, 2, 198656, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_bb0e6a7ddba8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f0a728d162be, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_rmsnorm_fwd_95610622cbae, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_0712d0cc1997, 0, 512, 8, 256, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_3d9816991d2a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ca0c96e2a574, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_934d71bbadeb, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_fbc0284265db, 0, 512, 8, 256, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_ea90be215208, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_52d656aec6f7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_e6dee9d8b7c6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_b619b9eefa8c, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_2a3acbababa3, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e38509ef73c9, 0, 1024, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t1024.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ac99ef73ab98, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8e2a4591b05e, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_4304783b183b, 4, 256, 8, 256, 1, 2, 2, 28672, 4096 },  // ring.t256.v8.tpr256.i1.c2.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7f6a20e1c4c2, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_3e6efe21c102, 4, 256, 8, 64, 8, 1, 2, 204800, 4096 },  // ring.t256.v8.tpr64.i8.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_0330e16f78b1, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_b4e9af1744b0, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_087e56997f11, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_16e4d1870360, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1aeaa5b8e9e4, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_dad79b70cd60, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_dee25ee76d95, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_752857eef236, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_eadfa6df9d52, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_85c28f3b2a87, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_78e2aedb4c9f, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_78a81f7c945a, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_041af8a7108b, 2, 1024, 8, 1024, 0, 1, 2, 0, 6144 },  // smem.t1024.v8.tpr1024.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6d8b3937ba02, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_258e96369343, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_4ee54f3f7187, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_dc7169ffa3ef, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_eedb03e02363, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_c5382f6e232d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5dacba8c7af7, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_14af7c389ea9, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7bea5dd49860, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_e3f6e3d1b9d7, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_444f6b2c8c6c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_01a03988b72a, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ce1c94a1db6c, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7e643bae1a67, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_19c03f5ecfbb, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_f3bfe5de722c, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_791ad57fc611, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_0b6ff0b1e0ab, 0, 512, 8, 512, 1, 4, 2, 0, 16384 },  // regs.t512.v8.tpr512.i1.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_df0a5cc49f67, 4, 128, 8, 128, 4, 4, 2, 57344, 16384 },  // ring.t128.v8.tpr128.i4.c4.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_64ffa7b53338, 4, 512, 8, 512, 4, 1, 2, 229376, 16384 },  // ring.t512.v8.tpr512.i4.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_9532b557c31c, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_c58da3683a74, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_075d82b36156, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ea22b171b17e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a1b48664efdb, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e8cdf589080e, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e5fa769af0ff, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_ceb6d64dd94b, 0, 256, 8, 256, 4, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_b68807e03d36, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_54570df712cb, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_94d2139e939d, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_3695d75ca190, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_4fd60f19ec5d, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_0bc2510564a9, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_83fd9b2177ef, 4, 256, 8, 256, 4, 16, 2, 147456, 131072 },  // ring.t256.v8.tpr256.i4.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_46163e28c878, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2034d12d5ac5, 4, 128, 8, 128, 8, 16, 2, 114688, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_34f2dd8999ff, 2, 1024, 8, 1024, 0, 4, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6b0afdab116f, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_a2e2e3b27402, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_594a2e2db5eb, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_5f0c9ff2d1e4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_db924bfa6fe3, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_733017b6be3f, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_bc08dcbc34a4, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_99d80cd03eff, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_ea04db1a614f, 4, 256, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_be6774a99860, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_3f10b503eb7b, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_1ec88485416e, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_6c285bfb62f5, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_42984226f239, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_147ad5bcb72c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_b4b56a4227cb, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_4160e4444aaf, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_d9312c30f67f, 0, 256, 8, 64, 2, 1, 2, 0, 768 },  // regs.t256.v8.tpr64.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_c14d433f7b99, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_00d48d8843b8, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b1fc5bf75042, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_5697222dad0c, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3ae8c0441d77, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_38d58ec21dfc, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_740dfbbdadcd, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_ad4a9be0dece, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_fd0aef028469, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b06ada6402fe, 4, 256, 8, 64, 3, 1, 2, 27648, 1536 },  // ring.t256.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_4d2ab41a1ea7, 4, 512, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t512.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_14036772baf4, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_34133ec4d015, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_60e84e66651e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6689a37d0d19, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c531c6877dfe, 4, 256, 8, 32, 8, 1, 2, 102400, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_45370d1601f3, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3d91dd4109f6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_947f2e96745b, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_0478b764cdc2, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.hold.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6f71b5ccdf43, 0, 256, 8, 128, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_d249a0aaad37, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c1b36921c1bb, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.hold.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7b8a341afd81, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8be426d5a80b, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3c2a9b10b05f, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_31784827c183, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7309ff8aacfa, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6c0347caa8eb, 0, 512, 8, 256, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_99c57bf4d188, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6081142b0a32, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_3241740ddec0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_9693527c284b, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_920ff1ce1de5, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_8f50d07b412f, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1c40945248f3, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_02167b0f5c60, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a050ad043445, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_c9b0b0a2a472, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_67733f76ba7e, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5055ce1d3e59, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_305c9531a422, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_74da78b742d5, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s3.h7168
-  {(const void*)&normgen_rmsnorm_fwd_31d7bd0284be, 4, 512, 8, 128, 7, 1, 2, 186368, 7168 },  // ring.t512.v8.tpr128.i7.s3.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_728a3989c288, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e46df98cb93c, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e5ec4bb1a1dc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_568053e90f68, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
-  {(const void*)&normgen_rmsnorm_fwd_27738b076dca, 4, 512, 8, 256, 4, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr256.i4.s2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_907cc2a0774d, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_010a2356d54e, 0, 64, 8, 64, 8, 2, 2, 0, 8192 },  // regs.t64.v8.tpr64.i8.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9a2edaa3baaa, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9505145a6b5d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_6035a1e7dd87, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_70a7270d47f9, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_0770ec5ec8cd, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_22c24eba0ea8, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_30dfbe2e87c5, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_805e66be3bbf, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_cba30dc30e4d, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0333ba8d0b3a, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_8f229401ad74, 0, 64, 8, 64, 4, 8, 2, 0, 16384 },  // regs.t64.v8.tpr64.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6206904e2f81, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3a3717ae82fc, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a80d0ac03287, 4, 512, 8, 512, 2, 2, 2, 49152, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.h16384
-  {(const void*)&normgen_rmsnorm_fwd_17f3465e7410, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_02210fc2519c, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_711e5b95ce13, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_92b8fede0fbd, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_921d6b9ed6c9, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d7ab737869e7, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_453a18bff4f5, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_492c2f4b9c07, 2, 256, 8, 256, 0, 4, 2, 0, 32768 },  // smem.t256.v8.tpr256.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_c594bd2e543a, 0, 128, 8, 128, 8, 4, 2, 0, 32768 },  // regs.t128.v8.tpr128.i8.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_3fd74633ee0d, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_a9691179a947, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_62f4a61cb8fb, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9f5ded37ef4e, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_fc1b4a6bfa8f, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
-  {(const void*)&normgen_rmsnorm_fwd_a313bc4f9895, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_5470a7cda626, 0, 128, 8, 128, 8, 8, 2, 0, 65536 },  // regs.t128.v8.tpr128.i8.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_152639f99d5b, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0263796151ed, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c535f95f7460, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c6ec3a8ffee5, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_992a826753e2, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4aefd0353f0d, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_2fb348076439, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_13383c013cbc, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ed8213ffa17a, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_492c713c1d21, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_92f6e2e415dd, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
-  {(const void*)&normgen_rmsnorm_fwd_9fdb1d22167e, 4, 512, 8, 32, 2, 1, 2, 66560, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_b4cef3f58c19, 0, 256, 8, 64, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_07897746954d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_40a5755db93b, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_ae568cf06f88, 0, 1024, 8, 128, 1, 1, 2, 0, 768 },  // regs.t1024.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_2a3e30b459af, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_cb80862cf6de, 4, 512, 8, 32, 3, 1, 2, 148992, 768 },  // ring.t512.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_214721d61af7, 4, 512, 8, 64, 2, 1, 2, 100352, 0 },  // ring.t512.v8.tpr64.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_cfc7b45c22ad, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_eda0c8b18e03, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9f7043376ca4, 4, 256, 8, 128, 1, 1, 2, 26624, 1024 },  // ring.t256.v8.tpr128.i1.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_db14f89f6cf6, 4, 512, 8, 128, 1, 1, 2, 34816, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7246b9967f08, 4, 128, 8, 16, 8, 1, 2, 100352, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_fc8a21c0924d, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_ab2fdf8f66da, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_bbe9106b03c0, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_fadcf85430ed, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_6577b29503d4, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_504b5a05aa41, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0f583d534d86, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_291c47f41351, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b26667f350f2, 0, 512, 8, 256, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_fbe61a3975c5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b9936eef2171, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_cc1058266136, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
-  {(const void*)&normgen_rmsnorm_fwd_451dc3ac3dce, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_d9c0a6289716, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f833639cb449, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_42a9f7fd6693, 0, 512, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t512.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_13bbf917bdfc, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_04fa3fc4c741, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_fe4221a6512c, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
-  {(const void*)&normgen_rmsnorm_fwd_515a484ae759, 4, 256, 8, 256, 1, 2, 2, 24576, 4096 },  // ring.t256.v8.tpr256.i1.c2.s3.h4096
-  {(const void*)&normgen_rmsnorm_fwd_1613eaea4022, 4, 256, 8, 64, 8, 1, 2, 204800, 4096 },  // ring.t256.v8.tpr64.i8.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3ed1a4dc4e4b, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_f8a08d7d80d3, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ceb7ef865d1b, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_5add6b506383, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_214e55ce7af4, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_79e4b11b5377, 4, 256, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t256.v8.tpr256.i3.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_f3fde1abed40, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6252a2738edc, 4, 256, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t256.v8.tpr256.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_d224e3d005bc, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e527266a923c, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b79b496e4b3d, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_rmsnorm_fwd_91c9aae087e8, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e0add27ad7f3, 0, 128, 8, 128, 3, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_699177affbc1, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5ed6cacd4758, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_c569f2e860f0, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_62a097c4f5ed, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_5549ba7e32b4, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_92ee16cdc229, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.cap2048.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c1349a2468af, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_897ca5ce1a54, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1358105020a0, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_d41cb56fda69, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5ff80a0c6c5e, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_6f8c7e584151, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2f31bec7727e, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_1c285864567a, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_89f819c7ca48, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_baec3fff867a, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_2b6d80900ea9, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1d55eebe7192, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_72e17b2dffa7, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0495ece94f9e, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_rmsnorm_fwd_7cef481bffa3, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_f730d185cbc5, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a5c0d5db6595, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_53a857456dee, 4, 256, 8, 256, 1, 16, 2, 20480, 32768 },  // ring.t256.v8.tpr256.i1.c16.s2.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_51bf9631b570, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f3367438c749, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_78371fedb5b7, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_085929de3141, 0, 128, 8, 128, 4, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_9ab3d2ef1b72, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_118eb1782882, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a4094d35e7bf, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_7f51e3100253, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_3c3852476657, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_085a7034b393, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_5abf26cd9f74, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b24b54710823, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4770cacbcbb6, 4, 128, 8, 128, 8, 16, 2, 114688, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_rmsnorm_fwd_701dd7b74810, 2, 1024, 8, 1024, 0, 4, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2fed7c3c4207, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_0fb6ede1c44c, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_62b5216c9e5f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_a93bfaeb2216, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_8c606f8bb634, 0, 128, 4, 32, 4, 1, 4, 0, 512 },  // regs.t128.v4.tpr32.i4.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ebc9ee36d6ff, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_d3e569898ae4, 1, 256, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr16.i8.h512
-  {(const void*)&normgen_rmsnorm_fwd_db54f20a79fc, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_0100376eb86d, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_50a1f1662c05, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_8b5b1308d93a, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_846d818ebac7, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_d62eaf57f2f5, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_cb0ca5e3cb61, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_0411b2283cec, 0, 512, 4, 128, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_28efea071c5d, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_791af3ce0030, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f539835b5c1b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_e9d5eb4a0796, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_6a45afcb7ec9, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_c93cd59813f3, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b93bbee67c7b, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
-  {(const void*)&normgen_rmsnorm_fwd_823d42bc6dbe, 1, 256, 4, 64, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i6
-  {(const void*)&normgen_rmsnorm_fwd_b7304903ce8b, 0, 512, 4, 256, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i2.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_908cbbed04c0, 0, 1024, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t1024.v4.tpr256.i2.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_02401fcf5216, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_4d0a6888b955, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b2dc14c92095, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0b73c56ebc58, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_bcc358c007f0, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_7255d32f577d, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_75fb4489c152, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_9918e79d9ad4, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_4528c405c63c, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.cap2048.h2560
-  {(const void*)&normgen_rmsnorm_fwd_98ca9445bb26, 1, 512, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_4ee059621bb9, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_98a5f22a7aea, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_d72ecfd1565c, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
-  {(const void*)&normgen_rmsnorm_fwd_bc4ae3604fe2, 0, 1024, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr512.i2.cap2048.h3072
-  {(const void*)&normgen_rmsnorm_fwd_a74760f3b4c2, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3a24f64e7633, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_0f693c91ee40, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_ffd0ffadc88d, 1, 256, 4, 256, 2, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_429d64035a9c, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_eaf0cdafb1cb, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_6f41b05158dd, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6a409f24bcc2, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_74581943cca9, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_610d7522a01b, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_1e4b6220a735, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_ef708283f7b4, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_7f3bddddc2fd, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d621856a0cd5, 0, 128, 4, 128, 6, 2, 4, 0, 6144 },  // regs.t128.v4.tpr128.i6.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_81f2f8bc8bfc, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_782e3304543a, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7e505ab49f1f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_9475e52ab2c2, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_28dd1163a517, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_ceadf8029243, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_1423adddb005, 0, 1024, 4, 1024, 2, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_8ff2fb3aa73c, 0, 128, 4, 128, 7, 2, 4, 0, 7168 },  // regs.t128.v4.tpr128.i7.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ed357d8f9730, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_774952fb45c4, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_f8d1f5db19c7, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a2f3a0fdc816, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_eb0af0bab249, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_d0cab3761c07, 2, 1024, 4, 1024, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr1024.h7168
-  {(const void*)&normgen_rmsnorm_fwd_b81443c4e066, 0, 128, 4, 128, 4, 4, 4, 0, 8192 },  // regs.t128.v4.tpr128.i4.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_eb961f81436b, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_77c9fc6b34ec, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_ada12100ef4f, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_6477fb0607c5, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_18954f2d099f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b36d62fa5654, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.cap2048.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a92ec302bb0f, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_35ad7816e261, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_eb721d90a124, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_608d2ad93d5e, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8d153224fd2f, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_94b640b6c0a7, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_21ff07caaef7, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_908be9de37b4, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_f1c77032e9ec, 0, 512, 4, 512, 1, 8, 4, 0, 16384 },  // regs.t512.v4.tpr512.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a3f2c71d6c91, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_9f98a2ec790a, 0, 64, 4, 64, 8, 8, 4, 0, 16384 },  // regs.t64.v4.tpr64.i8.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_ea16380217d2, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_0a1b1dea1723, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_bb9dd3373a77, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_cbf14edaa0ff, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_5d991843ff93, 0, 256, 4, 256, 4, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c4
-  {(const void*)&normgen_rmsnorm_fwd_1e59070a1bc7, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_42439c2272f9, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e3b43501e105, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_33081ebcc5ed, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_f9fa87a9932a, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_7f9d5224299f, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_22ec0c399da8, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_91ad28729d10, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4ad2f43f268f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_0749e9acfafa, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b0448481d16b, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_79385a139c1f, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_5ab1a92d5d0f, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_d5f11d5c85e0, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5c1b832c19b1, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e707e6b8efa5, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_5057fa73d937, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_21210842394e, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_282577f4f8f2, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0738b6618147, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_72cfb91d6a27, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a07e560f4c1a, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6f335e1bde58, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_rmsnorm_fwd_e330942e14e5, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d206477935c8, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_aef9aafba688, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_4975fa1100df, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_38d1782f163f, 1, 256, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_0eb3b9e06ccf, 1, 1024, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t1024.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_0ccc94faced9, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_47e45db8138b, 1, 256, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_80e547e5a449, 1, 512, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_3a6b4f491fd9, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_6e7eaf14e446, 1, 256, 4, 32, 8, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr32.i8
-  {(const void*)&normgen_rmsnorm_fwd_128079f70001, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d240953695ec, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d3cefdfe472e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_fbb0ce5d0925, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_a3055a5f3f8c, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d50d18d28038, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_43d6fba643cc, 1, 1024, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t1024.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6d98bdfd1e09, 1, 1024, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_0d8ca4660a69, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_aea8da491867, 0, 1024, 4, 512, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_415b6392f5b8, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8824287dcf12, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_6a6c2d152dff, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5b30d4a9b35d, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_6a31980c506e, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_2171c66c29c5, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_98d88d63f681, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_4cc5712ef9cd, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_26c08c0197c4, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7d25b8deb00c, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_4b792a2e0316, 0, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_0a50db73b8fc, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_01c77dbcd1e6, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e006a2146ebe, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_58367789cfcd, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6022c5efafb1, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_722708241705, 0, 128, 4, 128, 5, 2, 4, 0, 5120 },  // regs.t128.v4.tpr128.i5.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_3050102b8b77, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_57c976e640d2, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_fced526ee68f, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_3da9146d9d44, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_a93cd6abf6a7, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_4324aa90b301, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_defce0ba5b61, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3a4e10653247, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_81ff9238ee7a, 0, 512, 4, 512, 2, 2, 4, 0, 6144 },  // regs.t512.v4.tpr512.i2.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9046aa9c7db3, 0, 512, 4, 512, 2, 2, 4, 0, 6144 },  // regs.t512.v4.tpr512.i2.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b087ee589cae, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_663cb133262c, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_d01d265df3b2, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_16666419d478, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_b3455b44120f, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a32e693df333, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_f436c3e80b39, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_152834a43873, 0, 512, 4, 512, 2, 2, 4, 0, 7168 },  // regs.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8c66473c7f57, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_6158806e5a18, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c8810ae2773b, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_5288c39db551, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_9307a8f46918, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_09ee23952868, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_8e0e6b9927f6, 1, 256, 4, 256, 8, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_3f24750220d7, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_51b0edae5f8e, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_093669d77a69, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
-  {(const void*)&normgen_rmsnorm_fwd_dece889e2f44, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_9e204beda60d, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_4c75a5b3a98c, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_b7217b23828e, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_b48c9ffc5432, 0, 512, 4, 512, 3, 2, 4, 0, 12288 },  // regs.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ab3a7d8cd79a, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_rmsnorm_fwd_a4281932fcfc, 0, 512, 4, 512, 1, 8, 4, 0, 16384 },  // regs.t512.v4.tpr512.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_ff686e484b3f, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_6837c622d5d0, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f5fd26433823, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_6683c2afc870, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_c594249a5840, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_533d9d305ea3, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2dcab0545c6e, 0, 512, 4, 512, 2, 4, 4, 0, 16384 },  // regs.t512.v4.tpr512.i2.c4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_af8773ea08a6, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_49d63000294b, 0, 512, 4, 512, 1, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_1baca5178c8d, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_17a883dc51ca, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_cb388ba376c4, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_e7c38d04cd31, 1, 512, 4, 512, 2, 8, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5fb80a9f0143, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_7d1211b1f6c6, 0, 512, 4, 512, 2, 8, 4, 0, 32768 },  // regs.t512.v4.tpr512.i2.c8.h32768
-  {(const void*)&normgen_rmsnorm_fwd_651dbe2cf580, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8
-  {(const void*)&normgen_rmsnorm_fwd_113d1479370e, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
-  {(const void*)&normgen_rmsnorm_fwd_958b3bf9e18b, 0, 512, 4, 512, 2, 16, 4, 0, 65536 },  // regs.t512.v4.tpr512.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_78e7832b12a3, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_edefc4f46a17, 4, 128, 4, 128, 8, 16, 4, 147456, 65536 },  // ring.t128.v4.tpr128.i8.c16.s4.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_ee4ba7b3ed18, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5cc28fbf0cf9, 4, 256, 4, 256, 4, 16, 4, 114688, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_970381726e83, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_50410ef4bb6b, 4, 128, 4, 128, 8, 16, 4, 114688, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_c555ba1e9e4e, 0, 1024, 4, 1024, 4, 4, 4, 0, 65536 },  // regs.t1024.v4.tpr1024.i4.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_51ed26456dec, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
-  {(const void*)&normgen_rmsnorm_fwd_f1e3877aa4ce, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b3850c355a6f, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_15827a670441, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7890e95c6629, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_31c82034c048, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_a68f4acf9201, (const void*)&normgen_layernorm_fwd_a68f4acf9201_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_5f042a3c882f, (const void*)&normgen_layernorm_fwd_5f042a3c882f_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_c7d27bb826fa, (const void*)&normgen_layernorm_fwd_c7d27bb826fa_plain, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_3ed58036bf52, (const void*)&normgen_layernorm_fwd_3ed58036bf52_plain, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_ce57f576e191, (const void*)&normgen_layernorm_fwd_ce57f576e191_plain, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_layernorm_fwd_6c8929d0ae36, (const void*)&normgen_layernorm_fwd_6c8929d0ae36_plain, 4, 128, 8, 32, 2, 1, 2, 12288, 512 },  // ring.t128.v8.tpr32.i2.s3.h512
+  {(const void*)&normgen_layernorm_fwd_42d6f279af9c, (const void*)&normgen_layernorm_fwd_42d6f279af9c_plain, 4, 128, 8, 32, 2, 1, 2, 14336, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_be5c1fc449b1, (const void*)&normgen_layernorm_fwd_be5c1fc449b1_plain, 4, 1024, 8, 16, 4, 1, 2, 198656, 512 },  // ring.t1024.v8.tpr16.i4.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_20547f14aaca, (const void*)&normgen_layernorm_fwd_20547f14aaca_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_440dfcc5ef69, (const void*)&normgen_layernorm_fwd_440dfcc5ef69_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_3b0827abf90b, (const void*)&normgen_layernorm_fwd_3b0827abf90b_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap.h768
+  {(const void*)&normgen_layernorm_fwd_1c5f21c08ebc, (const void*)&normgen_layernorm_fwd_1c5f21c08ebc_plain, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_b45928a4323a, (const void*)&normgen_layernorm_fwd_b45928a4323a_plain, 4, 512, 8, 16, 6, 1, 2, 101376, 768 },  // ring.t512.v8.tpr16.i6.s2.sw.h768
+  {(const void*)&normgen_layernorm_fwd_38e97364589a, (const void*)&normgen_layernorm_fwd_38e97364589a_plain, 0, 1024, 8, 32, 3, 1, 2, 0, 768 },  // regs.t1024.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_5d1b9bfdebe8, (const void*)&normgen_layernorm_fwd_5d1b9bfdebe8_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_f64ed5212f10, (const void*)&normgen_layernorm_fwd_f64ed5212f10_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_76b20bc1a061, (const void*)&normgen_layernorm_fwd_76b20bc1a061_plain, 0, 256, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t256.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_dfa1239f22bc, (const void*)&normgen_layernorm_fwd_dfa1239f22bc_plain, 4, 512, 8, 32, 4, 1, 2, 102400, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_layernorm_fwd_e00956e8a022, (const void*)&normgen_layernorm_fwd_e00956e8a022_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_7006429b3f8d, (const void*)&normgen_layernorm_fwd_7006429b3f8d_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_6f699ede4dad, (const void*)&normgen_layernorm_fwd_6f699ede4dad_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_3d00ef626088, (const void*)&normgen_layernorm_fwd_3d00ef626088_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_457a12a04f35, (const void*)&normgen_layernorm_fwd_457a12a04f35_plain, 4, 128, 8, 128, 2, 1, 2, 16384, 1536 },  // ring.t128.v8.tpr128.i2.s2.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_bdc35eb4c494, (const void*)&normgen_layernorm_fwd_bdc35eb4c494_plain, 4, 512, 8, 32, 6, 1, 2, 153600, 1536 },  // ring.t512.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_056fc76d3eb4, (const void*)&normgen_layernorm_fwd_056fc76d3eb4_plain, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_92795d8ec3de, (const void*)&normgen_layernorm_fwd_92795d8ec3de_plain, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3.cap
+  {(const void*)&normgen_layernorm_fwd_da8fc714c1fd, (const void*)&normgen_layernorm_fwd_da8fc714c1fd_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_34e920a988c0, (const void*)&normgen_layernorm_fwd_34e920a988c0_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_7eecf2522bdd, (const void*)&normgen_layernorm_fwd_7eecf2522bdd_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_0847fc905fee, (const void*)&normgen_layernorm_fwd_0847fc905fee_plain, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_ba1bc004e939, (const void*)&normgen_layernorm_fwd_ba1bc004e939_plain, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_41c201b060f6, (const void*)&normgen_layernorm_fwd_41c201b060f6_plain, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_28bdf2560fce, (const void*)&normgen_layernorm_fwd_28bdf2560fce_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_56dedc50b97b, (const void*)&normgen_layernorm_fwd_56dedc50b97b_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_e18440d81401, (const void*)&normgen_layernorm_fwd_e18440d81401_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_bf9f10499cde, (const void*)&normgen_layernorm_fwd_bf9f10499cde_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_394ed8ae246b, (const void*)&normgen_layernorm_fwd_394ed8ae246b_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_14a5be7766fd, (const void*)&normgen_layernorm_fwd_14a5be7766fd_plain, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_f0807f5c132e, (const void*)&normgen_layernorm_fwd_f0807f5c132e_plain, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_5823d4221caa, (const void*)&normgen_layernorm_fwd_5823d4221caa_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.cap
+  {(const void*)&normgen_layernorm_fwd_17f98bea4e9e, (const void*)&normgen_layernorm_fwd_17f98bea4e9e_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_9ca735badab1, (const void*)&normgen_layernorm_fwd_9ca735badab1_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_0f4929f25074, (const void*)&normgen_layernorm_fwd_0f4929f25074_plain, 4, 128, 8, 64, 6, 1, 2, 36864, 3072 },  // ring.t128.v8.tpr64.i6.s2.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_b8940192822f, (const void*)&normgen_layernorm_fwd_b8940192822f_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_a693b832015c, (const void*)&normgen_layernorm_fwd_a693b832015c_plain, 0, 256, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t256.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_972d605c81b7, (const void*)&normgen_layernorm_fwd_972d605c81b7_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_layernorm_fwd_6bb93c614661, (const void*)&normgen_layernorm_fwd_6bb93c614661_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_bcc5ef80ca4e, (const void*)&normgen_layernorm_fwd_bcc5ef80ca4e_plain, 4, 512, 8, 256, 2, 1, 2, 49152, 4096 },  // ring.t512.v8.tpr256.i2.s3.h4096
+  {(const void*)&normgen_layernorm_fwd_5b49685d73b3, (const void*)&normgen_layernorm_fwd_5b49685d73b3_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_cc5bd0ee09a6, (const void*)&normgen_layernorm_fwd_cc5bd0ee09a6_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_c9ef45b5f4f5, (const void*)&normgen_layernorm_fwd_c9ef45b5f4f5_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_d96c242396f5, (const void*)&normgen_layernorm_fwd_d96c242396f5_plain, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_layernorm_fwd_459e9bd705da, (const void*)&normgen_layernorm_fwd_459e9bd705da_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.cap
+  {(const void*)&normgen_layernorm_fwd_243d50fd1052, (const void*)&normgen_layernorm_fwd_243d50fd1052_plain, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_8d41e3aac477, (const void*)&normgen_layernorm_fwd_8d41e3aac477_plain, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_23606527e2e1, (const void*)&normgen_layernorm_fwd_23606527e2e1_plain, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_f91bd535a0a5, (const void*)&normgen_layernorm_fwd_f91bd535a0a5_plain, 4, 256, 8, 128, 6, 1, 2, 98304, 6144 },  // ring.t256.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_layernorm_fwd_189610f058ae, (const void*)&normgen_layernorm_fwd_189610f058ae_plain, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_236845bc3174, (const void*)&normgen_layernorm_fwd_236845bc3174_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_9102fa4ce3fa, (const void*)&normgen_layernorm_fwd_9102fa4ce3fa_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_layernorm_fwd_7f7cdda40cea, (const void*)&normgen_layernorm_fwd_7f7cdda40cea_plain, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_layernorm_fwd_60d9af5076bc, (const void*)&normgen_layernorm_fwd_60d9af5076bc_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.sw.h7168
+  {(const void*)&normgen_layernorm_fwd_a5ffeb67c45e, (const void*)&normgen_layernorm_fwd_a5ffeb67c45e_plain, 4, 256, 8, 128, 7, 1, 2, 114688, 7168 },  // ring.t256.v8.tpr128.i7.s3.sw.h7168
+  {(const void*)&normgen_layernorm_fwd_052178614348, (const void*)&normgen_layernorm_fwd_052178614348_plain, 2, 256, 8, 256, 0, 1, 2, 0, 7168 },  // smem.t256.v8.tpr256.h7168
+  {(const void*)&normgen_layernorm_fwd_d6344be05bb3, (const void*)&normgen_layernorm_fwd_d6344be05bb3_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_b5321cb27029, (const void*)&normgen_layernorm_fwd_b5321cb27029_plain, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_f9a8277793a2, (const void*)&normgen_layernorm_fwd_f9a8277793a2_plain, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_a527646ac0a9, (const void*)&normgen_layernorm_fwd_a527646ac0a9_plain, 4, 512, 8, 128, 8, 1, 2, 229376, 8192 },  // ring.t512.v8.tpr128.i8.s3.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_cc1a335c18ad, (const void*)&normgen_layernorm_fwd_cc1a335c18ad_plain, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_8cddc412b78d, (const void*)&normgen_layernorm_fwd_8cddc412b78d_plain, 0, 512, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t512.v8.tpr256.i4.h8192
+  {(const void*)&normgen_layernorm_fwd_1a21e5e3a36b, (const void*)&normgen_layernorm_fwd_1a21e5e3a36b_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_0580f517725f, (const void*)&normgen_layernorm_fwd_0580f517725f_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_a3e9501bf767, (const void*)&normgen_layernorm_fwd_a3e9501bf767_plain, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_435c08dfc58a, (const void*)&normgen_layernorm_fwd_435c08dfc58a_plain, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_46094e2ce89f, (const void*)&normgen_layernorm_fwd_46094e2ce89f_plain, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_layernorm_fwd_45afb960fdd3, (const void*)&normgen_layernorm_fwd_45afb960fdd3_plain, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_20a90a08ebd9, (const void*)&normgen_layernorm_fwd_20a90a08ebd9_plain, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_19abce4c652f, (const void*)&normgen_layernorm_fwd_19abce4c652f_plain, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_2dc226d330e9, (const void*)&normgen_layernorm_fwd_2dc226d330e9_plain, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_layernorm_fwd_8483577bc46a, (const void*)&normgen_layernorm_fwd_8483577bc46a_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_4cb7e6777be9, (const void*)&normgen_layernorm_fwd_4cb7e6777be9_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_6512657ea6a6, (const void*)&normgen_layernorm_fwd_6512657ea6a6_plain, 0, 128, 8, 128, 8, 2, 2, 0, 16384 },  // regs.t128.v8.tpr128.i8.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_ace0d1a0276b, (const void*)&normgen_layernorm_fwd_ace0d1a0276b_plain, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_layernorm_fwd_decb4dd8b0ba, (const void*)&normgen_layernorm_fwd_decb4dd8b0ba_plain, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_ab981da34f25, (const void*)&normgen_layernorm_fwd_ab981da34f25_plain, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_d62328129fc3, (const void*)&normgen_layernorm_fwd_d62328129fc3_plain, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.cap
+  {(const void*)&normgen_layernorm_fwd_890475d326a3, (const void*)&normgen_layernorm_fwd_890475d326a3_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_982e04ee35e5, (const void*)&normgen_layernorm_fwd_982e04ee35e5_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_a67cd2419b1e, (const void*)&normgen_layernorm_fwd_a67cd2419b1e_plain, 0, 64, 8, 64, 4, 16, 2, 0, 0 },  // regs.t64.v8.tpr64.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_0f00105733c6, (const void*)&normgen_layernorm_fwd_0f00105733c6_plain, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_da8926d7c038, (const void*)&normgen_layernorm_fwd_da8926d7c038_plain, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_a46bffb51ace, (const void*)&normgen_layernorm_fwd_a46bffb51ace_plain, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_757304ab1b56, (const void*)&normgen_layernorm_fwd_757304ab1b56_plain, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_4ceae674762f, (const void*)&normgen_layernorm_fwd_4ceae674762f_plain, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_98abb1496a64, (const void*)&normgen_layernorm_fwd_98abb1496a64_plain, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_68d2505cf08f, (const void*)&normgen_layernorm_fwd_68d2505cf08f_plain, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_9b44deecd6a6, (const void*)&normgen_layernorm_fwd_9b44deecd6a6_plain, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s2.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_af2c5a09e070, (const void*)&normgen_layernorm_fwd_af2c5a09e070_plain, 4, 256, 8, 256, 4, 8, 2, 81920, 65536 },  // ring.t256.v8.tpr256.i4.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_42dd8d949b5c, (const void*)&normgen_layernorm_fwd_42dd8d949b5c_plain, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_d4be4a8d6326, (const void*)&normgen_layernorm_fwd_d4be4a8d6326_plain, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_layernorm_fwd_68c08ec49889, (const void*)&normgen_layernorm_fwd_68c08ec49889_plain, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_8902f676813d, (const void*)&normgen_layernorm_fwd_8902f676813d_plain, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_layernorm_fwd_8eff3cf9d95a, (const void*)&normgen_layernorm_fwd_8eff3cf9d95a_plain, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_56bc5654b943, (const void*)&normgen_layernorm_fwd_56bc5654b943_plain, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_1b2cbf704176, (const void*)&normgen_layernorm_fwd_1b2cbf704176_plain, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_e90f2b08b303, (const void*)&normgen_layernorm_fwd_e90f2b08b303_plain, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_5e825f8d58c6, (const void*)&normgen_layernorm_fwd_5e825f8d58c6_plain, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_19a72edfb7b3, (const void*)&normgen_layernorm_fwd_19a72edfb7b3_plain, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_layernorm_fwd_e242c4c315cb, (const void*)&normgen_layernorm_fwd_e242c4c315cb_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_13bc755d6780, (const void*)&normgen_layernorm_fwd_13bc755d6780_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_8ee58b8d653f, (const void*)&normgen_layernorm_fwd_8ee58b8d653f_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_dbbb203c6199, (const void*)&normgen_layernorm_fwd_dbbb203c6199_plain, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_de560935c1dd, (const void*)&normgen_layernorm_fwd_de560935c1dd_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_ed599169eb86, (const void*)&normgen_layernorm_fwd_ed599169eb86_plain, 0, 512, 8, 32, 2, 1, 2, 0, 512 },  // regs.t512.v8.tpr32.i2.h512
+  {(const void*)&normgen_layernorm_fwd_6a499126575c, (const void*)&normgen_layernorm_fwd_6a499126575c_plain, 4, 128, 8, 32, 2, 1, 2, 14336, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_399865db68bc, (const void*)&normgen_layernorm_fwd_399865db68bc_plain, 4, 1024, 8, 16, 4, 1, 2, 198656, 512 },  // ring.t1024.v8.tpr16.i4.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_fafad106c041, (const void*)&normgen_layernorm_fwd_fafad106c041_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_5246ed55bee8, (const void*)&normgen_layernorm_fwd_5246ed55bee8_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_bb53c7bff7c8, (const void*)&normgen_layernorm_fwd_bb53c7bff7c8_plain, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_8fffd742ee4f, (const void*)&normgen_layernorm_fwd_8fffd742ee4f_plain, 4, 512, 8, 16, 6, 1, 2, 101376, 768 },  // ring.t512.v8.tpr16.i6.s2.sw.h768
+  {(const void*)&normgen_layernorm_fwd_593259fb1c15, (const void*)&normgen_layernorm_fwd_593259fb1c15_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_00d3797088f6, (const void*)&normgen_layernorm_fwd_00d3797088f6_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_b855a7d4a740, (const void*)&normgen_layernorm_fwd_b855a7d4a740_plain, 0, 256, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t256.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_1ef6128aa058, (const void*)&normgen_layernorm_fwd_1ef6128aa058_plain, 4, 512, 8, 32, 4, 1, 2, 102400, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_layernorm_fwd_73e5ee412083, (const void*)&normgen_layernorm_fwd_73e5ee412083_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_layernorm_fwd_208c06988d67, (const void*)&normgen_layernorm_fwd_208c06988d67_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_6945fa1d8e0c, (const void*)&normgen_layernorm_fwd_6945fa1d8e0c_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_f5d173075598, (const void*)&normgen_layernorm_fwd_f5d173075598_plain, 4, 128, 8, 128, 2, 1, 2, 16384, 1536 },  // ring.t128.v8.tpr128.i2.s2.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_e14d52a1a63f, (const void*)&normgen_layernorm_fwd_e14d52a1a63f_plain, 4, 512, 8, 32, 6, 1, 2, 153600, 1536 },  // ring.t512.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_760fcda95df7, (const void*)&normgen_layernorm_fwd_760fcda95df7_plain, 0, 256, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t256.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_c264a0b184da, (const void*)&normgen_layernorm_fwd_c264a0b184da_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_64a027fbf3d6, (const void*)&normgen_layernorm_fwd_64a027fbf3d6_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_layernorm_fwd_ba0f8ea218c2, (const void*)&normgen_layernorm_fwd_ba0f8ea218c2_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_layernorm_fwd_d2feadb509ad, (const void*)&normgen_layernorm_fwd_d2feadb509ad_plain, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_a33c4f545e32, (const void*)&normgen_layernorm_fwd_a33c4f545e32_plain, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_8d4119a58d28, (const void*)&normgen_layernorm_fwd_8d4119a58d28_plain, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_483aecc4a6c1, (const void*)&normgen_layernorm_fwd_483aecc4a6c1_plain, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_bfbce396a83c, (const void*)&normgen_layernorm_fwd_bfbce396a83c_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_5a1319b22109, (const void*)&normgen_layernorm_fwd_5a1319b22109_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_47700304fabb, (const void*)&normgen_layernorm_fwd_47700304fabb_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_8c4b4a8c0b99, (const void*)&normgen_layernorm_fwd_8c4b4a8c0b99_plain, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_f8e5e4031a78, (const void*)&normgen_layernorm_fwd_f8e5e4031a78_plain, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.cap.h2560
+  {(const void*)&normgen_layernorm_fwd_f5d6c6804d82, (const void*)&normgen_layernorm_fwd_f5d6c6804d82_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_6f28cb81d2d1, (const void*)&normgen_layernorm_fwd_6f28cb81d2d1_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_745811288d98, (const void*)&normgen_layernorm_fwd_745811288d98_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_daf5281e5c6a, (const void*)&normgen_layernorm_fwd_daf5281e5c6a_plain, 4, 128, 8, 64, 6, 1, 2, 36864, 3072 },  // ring.t128.v8.tpr64.i6.s2.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_be4d39d74599, (const void*)&normgen_layernorm_fwd_be4d39d74599_plain, 0, 256, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t256.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_51e43aaea91a, (const void*)&normgen_layernorm_fwd_51e43aaea91a_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.cap
+  {(const void*)&normgen_layernorm_fwd_41b50f8e55b3, (const void*)&normgen_layernorm_fwd_41b50f8e55b3_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_layernorm_fwd_9b0232a5772e, (const void*)&normgen_layernorm_fwd_9b0232a5772e_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_8041c9e68531, (const void*)&normgen_layernorm_fwd_8041c9e68531_plain, 4, 512, 8, 256, 2, 1, 2, 49152, 4096 },  // ring.t512.v8.tpr256.i2.s3.h4096
+  {(const void*)&normgen_layernorm_fwd_c922cd1c6b98, (const void*)&normgen_layernorm_fwd_c922cd1c6b98_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_aed875321c8c, (const void*)&normgen_layernorm_fwd_aed875321c8c_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_5aacfb8942c3, (const void*)&normgen_layernorm_fwd_5aacfb8942c3_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_055fba0c76f0, (const void*)&normgen_layernorm_fwd_055fba0c76f0_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_1bf736a92d14, (const void*)&normgen_layernorm_fwd_1bf736a92d14_plain, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_d22a92e26dde, (const void*)&normgen_layernorm_fwd_d22a92e26dde_plain, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_layernorm_fwd_8e3db7444fc0, (const void*)&normgen_layernorm_fwd_8e3db7444fc0_plain, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_53abadd24dd5, (const void*)&normgen_layernorm_fwd_53abadd24dd5_plain, 4, 256, 8, 128, 6, 1, 2, 98304, 6144 },  // ring.t256.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_layernorm_fwd_b47afc1391a6, (const void*)&normgen_layernorm_fwd_b47afc1391a6_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.cap
+  {(const void*)&normgen_layernorm_fwd_95c1581e4c14, (const void*)&normgen_layernorm_fwd_95c1581e4c14_plain, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_9a586a1e9384, (const void*)&normgen_layernorm_fwd_9a586a1e9384_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_2376d6855526, (const void*)&normgen_layernorm_fwd_2376d6855526_plain, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_a57e73cbb4f1, (const void*)&normgen_layernorm_fwd_a57e73cbb4f1_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_63547dd71eb0, (const void*)&normgen_layernorm_fwd_63547dd71eb0_plain, 4, 256, 8, 128, 7, 1, 2, 114688, 7168 },  // ring.t256.v8.tpr128.i7.s3.sw.h7168
+  {(const void*)&normgen_layernorm_fwd_f3d5565289b0, (const void*)&normgen_layernorm_fwd_f3d5565289b0_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_0776ca6dca26, (const void*)&normgen_layernorm_fwd_0776ca6dca26_plain, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_b6025177a2ca, (const void*)&normgen_layernorm_fwd_b6025177a2ca_plain, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.early.h8192
+  {(const void*)&normgen_layernorm_fwd_f9e2647dfb44, (const void*)&normgen_layernorm_fwd_f9e2647dfb44_plain, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_eabea2a6fc46, (const void*)&normgen_layernorm_fwd_eabea2a6fc46_plain, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_16753eb26252, (const void*)&normgen_layernorm_fwd_16753eb26252_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_e0a7a4e71c55, (const void*)&normgen_layernorm_fwd_e0a7a4e71c55_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_f0cc42fe66d7, (const void*)&normgen_layernorm_fwd_f0cc42fe66d7_plain, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_d6ed2dbbefe7, (const void*)&normgen_layernorm_fwd_d6ed2dbbefe7_plain, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_d51fbf52b132, (const void*)&normgen_layernorm_fwd_d51fbf52b132_plain, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_25681231491f, (const void*)&normgen_layernorm_fwd_25681231491f_plain, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.cap.h12288
+  {(const void*)&normgen_layernorm_fwd_f2c77946e214, (const void*)&normgen_layernorm_fwd_f2c77946e214_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_180eaef8cefd, (const void*)&normgen_layernorm_fwd_180eaef8cefd_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_3facabf42590, (const void*)&normgen_layernorm_fwd_3facabf42590_plain, 0, 256, 8, 256, 8, 1, 2, 0, 16384 },  // regs.t256.v8.tpr256.i8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_b8a5a93ee500, (const void*)&normgen_layernorm_fwd_b8a5a93ee500_plain, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_2e41a9706240, (const void*)&normgen_layernorm_fwd_2e41a9706240_plain, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_5a40a124ddfd, (const void*)&normgen_layernorm_fwd_5a40a124ddfd_plain, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_b29f476d79f8, (const void*)&normgen_layernorm_fwd_b29f476d79f8_plain, 0, 128, 8, 128, 8, 2, 2, 0, 16384 },  // regs.t128.v8.tpr128.i8.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_bdbfe832431f, (const void*)&normgen_layernorm_fwd_bdbfe832431f_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_80cd3e628ad7, (const void*)&normgen_layernorm_fwd_80cd3e628ad7_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_60b3d1ac104a, (const void*)&normgen_layernorm_fwd_60b3d1ac104a_plain, 0, 128, 8, 128, 4, 8, 2, 0, 32768 },  // regs.t128.v8.tpr128.i4.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_488f730bcdbb, (const void*)&normgen_layernorm_fwd_488f730bcdbb_plain, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_642f203303b4, (const void*)&normgen_layernorm_fwd_642f203303b4_plain, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_82e4e1b54cf9, (const void*)&normgen_layernorm_fwd_82e4e1b54cf9_plain, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+  {(const void*)&normgen_layernorm_fwd_fcdf52b00438, (const void*)&normgen_layernorm_fwd_fcdf52b00438_plain, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_e1476df50ea9, (const void*)&normgen_layernorm_fwd_e1476df50ea9_plain, 0, 512, 8, 512, 8, 1, 2, 0, 32768 },  // regs.t512.v8.tpr512.i8.h32768
+  {(const void*)&normgen_layernorm_fwd_6deccc116ca4, (const void*)&normgen_layernorm_fwd_6deccc116ca4_plain, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_cdd427168c19, (const void*)&normgen_layernorm_fwd_cdd427168c19_plain, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_2f0b52ec9bf7, (const void*)&normgen_layernorm_fwd_2f0b52ec9bf7_plain, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_9a59df7428a1, (const void*)&normgen_layernorm_fwd_9a59df7428a1_plain, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_layernorm_fwd_8e08090ea67f, (const void*)&normgen_layernorm_fwd_8e08090ea67f_plain, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
+  {(const void*)&normgen_layernorm_fwd_9263dc339df2, (const void*)&normgen_layernorm_fwd_9263dc339df2_plain, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_19c79538cb79, (const void*)&normgen_layernorm_fwd_19c79538cb79_plain, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_c47bf77683b1, (const void*)&normgen_layernorm_fwd_c47bf77683b1_plain, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_e0745c289281, (const void*)&normgen_layernorm_fwd_e0745c289281_plain, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_57e10e2d6675, (const void*)&normgen_layernorm_fwd_57e10e2d6675_plain, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_8142430ea903, (const void*)&normgen_layernorm_fwd_8142430ea903_plain, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_layernorm_fwd_51fcf9be0d78, (const void*)&normgen_layernorm_fwd_51fcf9be0d78_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_8da77fc4e66b, (const void*)&normgen_layernorm_fwd_8da77fc4e66b_plain, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_7ebda106881f, (const void*)&normgen_layernorm_fwd_7ebda106881f_plain, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_0b1641978790, (const void*)&normgen_layernorm_fwd_0b1641978790_plain, 0, 128, 4, 32, 4, 1, 4, 0, 512 },  // regs.t128.v4.tpr32.i4.early.h512
+  {(const void*)&normgen_layernorm_fwd_2be97c43ab91, (const void*)&normgen_layernorm_fwd_2be97c43ab91_plain, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
+  {(const void*)&normgen_layernorm_fwd_a688d624b4cd, (const void*)&normgen_layernorm_fwd_a688d624b4cd_plain, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_661fb65d60cd, (const void*)&normgen_layernorm_fwd_661fb65d60cd_plain, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_47be32e62345, (const void*)&normgen_layernorm_fwd_47be32e62345_plain, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_1f4a1a7a540a, (const void*)&normgen_layernorm_fwd_1f4a1a7a540a_plain, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.early.h768
+  {(const void*)&normgen_layernorm_fwd_3f36f5ece5de, (const void*)&normgen_layernorm_fwd_3f36f5ece5de_plain, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_f8400b4d1b23, (const void*)&normgen_layernorm_fwd_f8400b4d1b23_plain, 1, 256, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_5aefb85ca88c, (const void*)&normgen_layernorm_fwd_5aefb85ca88c_plain, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_c7af77a9bba4, (const void*)&normgen_layernorm_fwd_c7af77a9bba4_plain, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_43339e4bfc3c, (const void*)&normgen_layernorm_fwd_43339e4bfc3c_plain, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_97e3437661db, (const void*)&normgen_layernorm_fwd_97e3437661db_plain, 1, 256, 4, 256, 1, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_339cb03c1e94, (const void*)&normgen_layernorm_fwd_339cb03c1e94_plain, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_af8276ace213, (const void*)&normgen_layernorm_fwd_af8276ace213_plain, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.h1024
+  {(const void*)&normgen_layernorm_fwd_03a8f5f9e08c, (const void*)&normgen_layernorm_fwd_03a8f5f9e08c_plain, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_5737cf22e253, (const void*)&normgen_layernorm_fwd_5737cf22e253_plain, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_f0ad96ef75fe, (const void*)&normgen_layernorm_fwd_f0ad96ef75fe_plain, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_1bb25457c6c7, (const void*)&normgen_layernorm_fwd_1bb25457c6c7_plain, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_86e28d863ac5, (const void*)&normgen_layernorm_fwd_86e28d863ac5_plain, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_39beca85002b, (const void*)&normgen_layernorm_fwd_39beca85002b_plain, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_1367441f754c, (const void*)&normgen_layernorm_fwd_1367441f754c_plain, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_4c5dae551894, (const void*)&normgen_layernorm_fwd_4c5dae551894_plain, 1, 512, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_b95aa7371212, (const void*)&normgen_layernorm_fwd_b95aa7371212_plain, 2, 256, 4, 256, 0, 1, 4, 0, 2048 },  // smem.t256.v4.tpr256.h2048
+  {(const void*)&normgen_layernorm_fwd_9c390a9b520e, (const void*)&normgen_layernorm_fwd_9c390a9b520e_plain, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_2024ecb82c76, (const void*)&normgen_layernorm_fwd_2024ecb82c76_plain, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_723e017067c1, (const void*)&normgen_layernorm_fwd_723e017067c1_plain, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_e0001f92b8ca, (const void*)&normgen_layernorm_fwd_e0001f92b8ca_plain, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_40df42508cc9, (const void*)&normgen_layernorm_fwd_40df42508cc9_plain, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_b7eea20e4c8d, (const void*)&normgen_layernorm_fwd_b7eea20e4c8d_plain, 2, 256, 4, 256, 0, 1, 4, 0, 2560 },  // smem.t256.v4.tpr256.h2560
+  {(const void*)&normgen_layernorm_fwd_5de4a03b5b2e, (const void*)&normgen_layernorm_fwd_5de4a03b5b2e_plain, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_7e066fa3d3e0, (const void*)&normgen_layernorm_fwd_7e066fa3d3e0_plain, 0, 256, 4, 256, 3, 1, 4, 0, 3072 },  // regs.t256.v4.tpr256.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_a72af698f735, (const void*)&normgen_layernorm_fwd_a72af698f735_plain, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap2048.h3072
+  {(const void*)&normgen_layernorm_fwd_abe3a8c43917, (const void*)&normgen_layernorm_fwd_abe3a8c43917_plain, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_0b102b93cb95, (const void*)&normgen_layernorm_fwd_0b102b93cb95_plain, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_04951b18d837, (const void*)&normgen_layernorm_fwd_04951b18d837_plain, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_3fb8270aeb11, (const void*)&normgen_layernorm_fwd_3fb8270aeb11_plain, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_5fb37fad700a, (const void*)&normgen_layernorm_fwd_5fb37fad700a_plain, 1, 256, 4, 256, 2, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c2
+  {(const void*)&normgen_layernorm_fwd_a84d0b4f046a, (const void*)&normgen_layernorm_fwd_a84d0b4f046a_plain, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_ecc50c93d628, (const void*)&normgen_layernorm_fwd_ecc50c93d628_plain, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.cap
+  {(const void*)&normgen_layernorm_fwd_d3bb74a19a35, (const void*)&normgen_layernorm_fwd_d3bb74a19a35_plain, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_ceb4f7e13e13, (const void*)&normgen_layernorm_fwd_ceb4f7e13e13_plain, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_2d8eaca20b75, (const void*)&normgen_layernorm_fwd_2d8eaca20b75_plain, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_layernorm_fwd_8c74576aa22d, (const void*)&normgen_layernorm_fwd_8c74576aa22d_plain, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_9f70fb90171f, (const void*)&normgen_layernorm_fwd_9f70fb90171f_plain, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_c8cc874c12ee, (const void*)&normgen_layernorm_fwd_c8cc874c12ee_plain, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_edef09bbaa26, (const void*)&normgen_layernorm_fwd_edef09bbaa26_plain, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_0177ab8b59f2, (const void*)&normgen_layernorm_fwd_0177ab8b59f2_plain, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_81d4c6670cd2, (const void*)&normgen_layernorm_fwd_81d4c6670cd2_plain, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_2ba193b6bfc4, (const void*)&normgen_layernorm_fwd_2ba193b6bfc4_plain, 3, 512, 4, 512, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr512.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_b615a5efa53f, (const void*)&normgen_layernorm_fwd_b615a5efa53f_plain, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_7043ff430936, (const void*)&normgen_layernorm_fwd_7043ff430936_plain, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_d41bd8b48f91, (const void*)&normgen_layernorm_fwd_d41bd8b48f91_plain, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_7a5f953de142, (const void*)&normgen_layernorm_fwd_7a5f953de142_plain, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_660140c580b2, (const void*)&normgen_layernorm_fwd_660140c580b2_plain, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
+  {(const void*)&normgen_layernorm_fwd_f99f1fbc9cfd, (const void*)&normgen_layernorm_fwd_f99f1fbc9cfd_plain, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_02861f8d92d8, (const void*)&normgen_layernorm_fwd_02861f8d92d8_plain, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_69697742dab9, (const void*)&normgen_layernorm_fwd_69697742dab9_plain, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_d7f579e02115, (const void*)&normgen_layernorm_fwd_d7f579e02115_plain, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.early.h7168
+  {(const void*)&normgen_layernorm_fwd_02557a79531a, (const void*)&normgen_layernorm_fwd_02557a79531a_plain, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_8032fd82feef, (const void*)&normgen_layernorm_fwd_8032fd82feef_plain, 0, 1024, 4, 1024, 2, 1, 4, 0, 7168 },  // regs.t1024.v4.tpr1024.i2.cap2048.h7168
+  {(const void*)&normgen_layernorm_fwd_253c3961a5d7, (const void*)&normgen_layernorm_fwd_253c3961a5d7_plain, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_8e62a9f02584, (const void*)&normgen_layernorm_fwd_8e62a9f02584_plain, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_bb3818ac7ebc, (const void*)&normgen_layernorm_fwd_bb3818ac7ebc_plain, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_e952961eae51, (const void*)&normgen_layernorm_fwd_e952961eae51_plain, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_2091ed97ab9b, (const void*)&normgen_layernorm_fwd_2091ed97ab9b_plain, 1, 256, 4, 256, 4, 2, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i4.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_65b42797e6e0, (const void*)&normgen_layernorm_fwd_65b42797e6e0_plain, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_c9ad611aa3b4, (const void*)&normgen_layernorm_fwd_c9ad611aa3b4_plain, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_40404aa77be4, (const void*)&normgen_layernorm_fwd_40404aa77be4_plain, 2, 512, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t512.v4.tpr512.h8192
+  {(const void*)&normgen_layernorm_fwd_27ac1f88f818, (const void*)&normgen_layernorm_fwd_27ac1f88f818_plain, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_19d4cda99211, (const void*)&normgen_layernorm_fwd_19d4cda99211_plain, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_b6824aee5df8, (const void*)&normgen_layernorm_fwd_b6824aee5df8_plain, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
+  {(const void*)&normgen_layernorm_fwd_adf306c07650, (const void*)&normgen_layernorm_fwd_adf306c07650_plain, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_3d087be1a021, (const void*)&normgen_layernorm_fwd_3d087be1a021_plain, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_layernorm_fwd_c7e81627b055, (const void*)&normgen_layernorm_fwd_c7e81627b055_plain, 0, 256, 4, 256, 6, 2, 4, 0, 12288 },  // regs.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_156debf975ff, (const void*)&normgen_layernorm_fwd_156debf975ff_plain, 2, 512, 4, 512, 0, 1, 4, 0, 12288 },  // smem.t512.v4.tpr512.h12288
+  {(const void*)&normgen_layernorm_fwd_891583c01d5d, (const void*)&normgen_layernorm_fwd_891583c01d5d_plain, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_67416ae122b6, (const void*)&normgen_layernorm_fwd_67416ae122b6_plain, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_4974ac9c4125, (const void*)&normgen_layernorm_fwd_4974ac9c4125_plain, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_bb72ae9322ef, (const void*)&normgen_layernorm_fwd_bb72ae9322ef_plain, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_20fca36952f2, (const void*)&normgen_layernorm_fwd_20fca36952f2_plain, 0, 256, 4, 256, 4, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_layernorm_fwd_9c74c5d4769e, (const void*)&normgen_layernorm_fwd_9c74c5d4769e_plain, 0, 1024, 4, 1024, 4, 1, 4, 0, 16384 },  // regs.t1024.v4.tpr1024.i4.h16384
+  {(const void*)&normgen_layernorm_fwd_23f4b33660c0, (const void*)&normgen_layernorm_fwd_23f4b33660c0_plain, 0, 128, 4, 128, 4, 16, 4, 0, 32768 },  // regs.t128.v4.tpr128.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_4d8dfffb6b69, (const void*)&normgen_layernorm_fwd_4d8dfffb6b69_plain, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_776ef6672aed, (const void*)&normgen_layernorm_fwd_776ef6672aed_plain, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_2d955442c6dd, (const void*)&normgen_layernorm_fwd_2d955442c6dd_plain, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_layernorm_fwd_ae735decb35b, (const void*)&normgen_layernorm_fwd_ae735decb35b_plain, 1, 512, 4, 512, 4, 4, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i4.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_9e60ff6cd206, (const void*)&normgen_layernorm_fwd_9e60ff6cd206_plain, 1, 256, 4, 256, 8, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c4
+  {(const void*)&normgen_layernorm_fwd_04dc52d7b402, (const void*)&normgen_layernorm_fwd_04dc52d7b402_plain, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_layernorm_fwd_1a6259ac2fec, (const void*)&normgen_layernorm_fwd_1a6259ac2fec_plain, 0, 128, 4, 128, 8, 16, 4, 0, 65536 },  // regs.t128.v4.tpr128.i8.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_9689370caaf1, (const void*)&normgen_layernorm_fwd_9689370caaf1_plain, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_360f1cd8a9fc, (const void*)&normgen_layernorm_fwd_360f1cd8a9fc_plain, 4, 256, 4, 256, 4, 16, 4, 81920, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_f317f54e213d, (const void*)&normgen_layernorm_fwd_f317f54e213d_plain, 4, 128, 4, 128, 8, 16, 4, 81920, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_layernorm_fwd_62f8c14751e2, (const void*)&normgen_layernorm_fwd_62f8c14751e2_plain, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
+  {(const void*)&normgen_layernorm_fwd_a893e995e553, (const void*)&normgen_layernorm_fwd_a893e995e553_plain, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_layernorm_fwd_f46945d21b07, (const void*)&normgen_layernorm_fwd_f46945d21b07_plain, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_69ef554da70f, (const void*)&normgen_layernorm_fwd_69ef554da70f_plain, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_624171760dda, (const void*)&normgen_layernorm_fwd_624171760dda_plain, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_c89dc4c0961b, (const void*)&normgen_layernorm_fwd_c89dc4c0961b_plain, 4, 256, 4, 256, 8, 16, 4, 163840, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_763a94d42e5f, (const void*)&normgen_layernorm_fwd_763a94d42e5f_plain, 4, 256, 4, 256, 8, 16, 4, 163840, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_1fe658f9ac5f, (const void*)&normgen_layernorm_fwd_1fe658f9ac5f_plain, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
+  {(const void*)&normgen_layernorm_fwd_405aac1bd25a, (const void*)&normgen_layernorm_fwd_405aac1bd25a_plain, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_5960bccfe24f, (const void*)&normgen_rmsnorm_fwd_5960bccfe24f_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_6085e422a39c, (const void*)&normgen_rmsnorm_fwd_6085e422a39c_plain, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_ad260471e8e9, (const void*)&normgen_rmsnorm_fwd_ad260471e8e9_plain, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_04c926b3fd41, (const void*)&normgen_rmsnorm_fwd_04c926b3fd41_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_f364bbb4ea69, (const void*)&normgen_rmsnorm_fwd_f364bbb4ea69_plain, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_eca2284fe73e, (const void*)&normgen_rmsnorm_fwd_eca2284fe73e_plain, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_6b0a6ceda574, (const void*)&normgen_rmsnorm_fwd_6b0a6ceda574_plain, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_e40fb97893e9, (const void*)&normgen_rmsnorm_fwd_e40fb97893e9_plain, 4, 256, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_8b7a8b0510c1, (const void*)&normgen_rmsnorm_fwd_8b7a8b0510c1_plain, 4, 1024, 8, 16, 4, 1, 2, 197632, 512 },  // ring.t1024.v8.tpr16.i4.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_8d77038d4178, (const void*)&normgen_rmsnorm_fwd_8d77038d4178_plain, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_1a7dfbef6a80, (const void*)&normgen_rmsnorm_fwd_1a7dfbef6a80_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_001d532eda20, (const void*)&normgen_rmsnorm_fwd_001d532eda20_plain, 0, 128, 8, 64, 2, 1, 2, 0, 768 },  // regs.t128.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_466dcfb32b0a, (const void*)&normgen_rmsnorm_fwd_466dcfb32b0a_plain, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_11e59bcd15c3, (const void*)&normgen_rmsnorm_fwd_11e59bcd15c3_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_a6f9463300eb, (const void*)&normgen_rmsnorm_fwd_a6f9463300eb_plain, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_cf195247244c, (const void*)&normgen_rmsnorm_fwd_cf195247244c_plain, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_563446275f53, (const void*)&normgen_rmsnorm_fwd_563446275f53_plain, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_38eb0e74a7a3, (const void*)&normgen_rmsnorm_fwd_38eb0e74a7a3_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_84241283c585, (const void*)&normgen_rmsnorm_fwd_84241283c585_plain, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_de6dd12c53fa, (const void*)&normgen_rmsnorm_fwd_de6dd12c53fa_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c581ffd8a50c, (const void*)&normgen_rmsnorm_fwd_c581ffd8a50c_plain, 0, 512, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t512.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9cb852e342e2, (const void*)&normgen_rmsnorm_fwd_9cb852e342e2_plain, 4, 512, 8, 32, 4, 1, 2, 100352, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_17b474302243, (const void*)&normgen_rmsnorm_fwd_17b474302243_plain, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_rmsnorm_fwd_133d3c428cab, (const void*)&normgen_rmsnorm_fwd_133d3c428cab_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_7d11a27f6fcc, (const void*)&normgen_rmsnorm_fwd_7d11a27f6fcc_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_97bd86cd6d5f, (const void*)&normgen_rmsnorm_fwd_97bd86cd6d5f_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_16f18776340b, (const void*)&normgen_rmsnorm_fwd_16f18776340b_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_7e05dc23c15b, (const void*)&normgen_rmsnorm_fwd_7e05dc23c15b_plain, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b0753608a080, (const void*)&normgen_rmsnorm_fwd_b0753608a080_plain, 4, 512, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t512.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ef17e5df27c8, (const void*)&normgen_rmsnorm_fwd_ef17e5df27c8_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_1dee6cba6b84, (const void*)&normgen_rmsnorm_fwd_1dee6cba6b84_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8f3570eae18f, (const void*)&normgen_rmsnorm_fwd_8f3570eae18f_plain, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3ea3df19b51d, (const void*)&normgen_rmsnorm_fwd_3ea3df19b51d_plain, 4, 256, 8, 32, 8, 1, 2, 102400, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.hold.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d6ceb68574a1, (const void*)&normgen_rmsnorm_fwd_d6ceb68574a1_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f4e0ee9e6a51, (const void*)&normgen_rmsnorm_fwd_f4e0ee9e6a51_plain, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_957ad921ffde, (const void*)&normgen_rmsnorm_fwd_957ad921ffde_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_e4df3eda8fd6, (const void*)&normgen_rmsnorm_fwd_e4df3eda8fd6_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_0a6399c10828, (const void*)&normgen_rmsnorm_fwd_0a6399c10828_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_d59a0844e365, (const void*)&normgen_rmsnorm_fwd_d59a0844e365_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5554470e2ee4, (const void*)&normgen_rmsnorm_fwd_5554470e2ee4_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_a021128e7723, (const void*)&normgen_rmsnorm_fwd_a021128e7723_plain, 4, 512, 8, 128, 3, 1, 2, 73728, 2560 },  // ring.t512.v8.tpr128.i3.s3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6f7a8cb6d50d, (const void*)&normgen_rmsnorm_fwd_6f7a8cb6d50d_plain, 4, 512, 8, 128, 3, 1, 2, 73728, 0 },  // ring.t512.v8.tpr128.i3.s3
+  {(const void*)&normgen_rmsnorm_fwd_f65d18487c66, (const void*)&normgen_rmsnorm_fwd_f65d18487c66_plain, 0, 256, 8, 128, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_2022822856bc, (const void*)&normgen_rmsnorm_fwd_2022822856bc_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_68155043ade6, (const void*)&normgen_rmsnorm_fwd_68155043ade6_plain, 0, 64, 8, 64, 6, 1, 2, 0, 3072 },  // regs.t64.v8.tpr64.i6.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_52631f05e016, (const void*)&normgen_rmsnorm_fwd_52631f05e016_plain, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_338ed5ba77b1, (const void*)&normgen_rmsnorm_fwd_338ed5ba77b1_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e3c4dd569381, (const void*)&normgen_rmsnorm_fwd_e3c4dd569381_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_28eab34d9ac0, (const void*)&normgen_rmsnorm_fwd_28eab34d9ac0_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_2c7eb519ced7, (const void*)&normgen_rmsnorm_fwd_2c7eb519ced7_plain, 4, 512, 8, 512, 1, 1, 2, 24576, 4096 },  // ring.t512.v8.tpr512.i1.s2.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b645e666d06f, (const void*)&normgen_rmsnorm_fwd_b645e666d06f_plain, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_f41bca6a59cb, (const void*)&normgen_rmsnorm_fwd_f41bca6a59cb_plain, 0, 512, 8, 256, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_37415c4f9990, (const void*)&normgen_rmsnorm_fwd_37415c4f9990_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_577a34400fba, (const void*)&normgen_rmsnorm_fwd_577a34400fba_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_352ace211274, (const void*)&normgen_rmsnorm_fwd_352ace211274_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_6b68b01e92fc, (const void*)&normgen_rmsnorm_fwd_6b68b01e92fc_plain, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c8a573cda1b5, (const void*)&normgen_rmsnorm_fwd_c8a573cda1b5_plain, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_5c79c33114d3, (const void*)&normgen_rmsnorm_fwd_5c79c33114d3_plain, 2, 512, 8, 512, 0, 1, 2, 0, 5120 },  // smem.t512.v8.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4cd4b07a68a6, (const void*)&normgen_rmsnorm_fwd_4cd4b07a68a6_plain, 4, 512, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t512.v8.tpr256.i3.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dd2ad0aa73f0, (const void*)&normgen_rmsnorm_fwd_dd2ad0aa73f0_plain, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_41c22f94c066, (const void*)&normgen_rmsnorm_fwd_41c22f94c066_plain, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e991264d2307, (const void*)&normgen_rmsnorm_fwd_e991264d2307_plain, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_ac0cbba95882, (const void*)&normgen_rmsnorm_fwd_ac0cbba95882_plain, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7c65c9faae43, (const void*)&normgen_rmsnorm_fwd_7c65c9faae43_plain, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d9bdb2253b4c, (const void*)&normgen_rmsnorm_fwd_d9bdb2253b4c_plain, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_abcb4950ec71, (const void*)&normgen_rmsnorm_fwd_abcb4950ec71_plain, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d52b91a00e0b, (const void*)&normgen_rmsnorm_fwd_d52b91a00e0b_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_9e7653b9e3e5, (const void*)&normgen_rmsnorm_fwd_9e7653b9e3e5_plain, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
+  {(const void*)&normgen_rmsnorm_fwd_1942f7153ed6, (const void*)&normgen_rmsnorm_fwd_1942f7153ed6_plain, 4, 512, 8, 128, 7, 1, 2, 186368, 7168 },  // ring.t512.v8.tpr128.i7.s3.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6bf08e57bb3b, (const void*)&normgen_rmsnorm_fwd_6bf08e57bb3b_plain, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b743f422fc14, (const void*)&normgen_rmsnorm_fwd_b743f422fc14_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9d64131f278e, (const void*)&normgen_rmsnorm_fwd_9d64131f278e_plain, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_3cc00e3c1848, (const void*)&normgen_rmsnorm_fwd_3cc00e3c1848_plain, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_f68c6b931be3, (const void*)&normgen_rmsnorm_fwd_f68c6b931be3_plain, 0, 512, 8, 512, 1, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_508a74ec14e0, (const void*)&normgen_rmsnorm_fwd_508a74ec14e0_plain, 4, 1024, 8, 256, 4, 1, 2, 212992, 8192 },  // ring.t1024.v8.tpr256.i4.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_8440ce1de9c2, (const void*)&normgen_rmsnorm_fwd_8440ce1de9c2_plain, 2, 512, 8, 512, 0, 1, 2, 0, 8192 },  // smem.t512.v8.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1f360591ade2, (const void*)&normgen_rmsnorm_fwd_1f360591ade2_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_31924ab6d909, (const void*)&normgen_rmsnorm_fwd_31924ab6d909_plain, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_4fa947654c93, (const void*)&normgen_rmsnorm_fwd_4fa947654c93_plain, 0, 512, 8, 512, 1, 4, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_3d13cc65fd4c, (const void*)&normgen_rmsnorm_fwd_3d13cc65fd4c_plain, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_9a0684cd8ef7, (const void*)&normgen_rmsnorm_fwd_9a0684cd8ef7_plain, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_20b9a5acad0d, (const void*)&normgen_rmsnorm_fwd_20b9a5acad0d_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_e31d513cc221, (const void*)&normgen_rmsnorm_fwd_e31d513cc221_plain, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_fe8b6b95edb9, (const void*)&normgen_rmsnorm_fwd_fe8b6b95edb9_plain, 3, 512, 8, 512, 0, 1, 2, 0, 0 },  // reload.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_f0bc4deee45c, (const void*)&normgen_rmsnorm_fwd_f0bc4deee45c_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_056d45d61436, (const void*)&normgen_rmsnorm_fwd_056d45d61436_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_4193cc987f12, (const void*)&normgen_rmsnorm_fwd_4193cc987f12_plain, 0, 128, 8, 128, 2, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_e46ffe121019, (const void*)&normgen_rmsnorm_fwd_e46ffe121019_plain, 0, 512, 8, 512, 1, 4, 2, 0, 16384 },  // regs.t512.v8.tpr512.i1.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_b8cf318521ad, (const void*)&normgen_rmsnorm_fwd_b8cf318521ad_plain, 4, 1024, 8, 1024, 2, 1, 2, 98304, 16384 },  // ring.t1024.v8.tpr1024.i2.s3.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f8eeb6537382, (const void*)&normgen_rmsnorm_fwd_f8eeb6537382_plain, 4, 512, 8, 512, 4, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i4.s2
+  {(const void*)&normgen_rmsnorm_fwd_6a81f3eb2b40, (const void*)&normgen_rmsnorm_fwd_6a81f3eb2b40_plain, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_4ed63137b81e, (const void*)&normgen_rmsnorm_fwd_4ed63137b81e_plain, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_05778eb2d832, (const void*)&normgen_rmsnorm_fwd_05778eb2d832_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_327298b0db7c, (const void*)&normgen_rmsnorm_fwd_327298b0db7c_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_519adb45e0dd, (const void*)&normgen_rmsnorm_fwd_519adb45e0dd_plain, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_bced8e6d6504, (const void*)&normgen_rmsnorm_fwd_bced8e6d6504_plain, 0, 256, 8, 256, 1, 16, 2, 0, 32768 },  // regs.t256.v8.tpr256.i1.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_dbd90c848693, (const void*)&normgen_rmsnorm_fwd_dbd90c848693_plain, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2176d4dd3f3c, (const void*)&normgen_rmsnorm_fwd_2176d4dd3f3c_plain, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_927f670086f5, (const void*)&normgen_rmsnorm_fwd_927f670086f5_plain, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_7dd75688a2e7, (const void*)&normgen_rmsnorm_fwd_7dd75688a2e7_plain, 0, 128, 8, 128, 8, 4, 2, 0, 32768 },  // regs.t128.v8.tpr128.i8.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_32bb30021653, (const void*)&normgen_rmsnorm_fwd_32bb30021653_plain, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_8cbc43791055, (const void*)&normgen_rmsnorm_fwd_8cbc43791055_plain, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_34cfeaa0a1e7, (const void*)&normgen_rmsnorm_fwd_34cfeaa0a1e7_plain, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ce7dabd04cc3, (const void*)&normgen_rmsnorm_fwd_ce7dabd04cc3_plain, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_3c1a37294d0a, (const void*)&normgen_rmsnorm_fwd_3c1a37294d0a_plain, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_59b92a6bad7d, (const void*)&normgen_rmsnorm_fwd_59b92a6bad7d_plain, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_8a8cc479d8f8, (const void*)&normgen_rmsnorm_fwd_8a8cc479d8f8_plain, 0, 256, 8, 256, 4, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_c94f182aec95, (const void*)&normgen_rmsnorm_fwd_c94f182aec95_plain, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5cd6c83a2a8a, (const void*)&normgen_rmsnorm_fwd_5cd6c83a2a8a_plain, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_8a5c0fb3dca2, (const void*)&normgen_rmsnorm_fwd_8a5c0fb3dca2_plain, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_54fb493aae95, (const void*)&normgen_rmsnorm_fwd_54fb493aae95_plain, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b69f4fa5b490, (const void*)&normgen_rmsnorm_fwd_b69f4fa5b490_plain, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f044d9b2528d, (const void*)&normgen_rmsnorm_fwd_f044d9b2528d_plain, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_7c9298cb6553, (const void*)&normgen_rmsnorm_fwd_7c9298cb6553_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_138c1bb5b9fd, (const void*)&normgen_rmsnorm_fwd_138c1bb5b9fd_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_8e55422986fc, (const void*)&normgen_rmsnorm_fwd_8e55422986fc_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d1931e639970, (const void*)&normgen_rmsnorm_fwd_d1931e639970_plain, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_5032630d395a, (const void*)&normgen_rmsnorm_fwd_5032630d395a_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_b35d036eb7d8, (const void*)&normgen_rmsnorm_fwd_b35d036eb7d8_plain, 4, 256, 8, 32, 2, 1, 2, 33792, 512 },  // ring.t256.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_14a254cdec45, (const void*)&normgen_rmsnorm_fwd_14a254cdec45_plain, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_684b09c3c10f, (const void*)&normgen_rmsnorm_fwd_684b09c3c10f_plain, 4, 128, 8, 64, 1, 1, 2, 13312, 0 },  // ring.t128.v8.tpr64.i1.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_8aa6e338efa2, (const void*)&normgen_rmsnorm_fwd_8aa6e338efa2_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_1e5669b6036e, (const void*)&normgen_rmsnorm_fwd_1e5669b6036e_plain, 4, 128, 8, 128, 1, 1, 2, 12288, 768 },  // ring.t128.v8.tpr128.i1.s3.h768
+  {(const void*)&normgen_rmsnorm_fwd_20611c7edeba, (const void*)&normgen_rmsnorm_fwd_20611c7edeba_plain, 4, 128, 8, 64, 2, 1, 2, 16384, 0 },  // ring.t128.v8.tpr64.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_cac665d263ee, (const void*)&normgen_rmsnorm_fwd_cac665d263ee_plain, 4, 512, 8, 32, 3, 1, 2, 148992, 768 },  // ring.t512.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_831bd043d220, (const void*)&normgen_rmsnorm_fwd_831bd043d220_plain, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_fcf2326f088e, (const void*)&normgen_rmsnorm_fwd_fcf2326f088e_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_a1aa699d8181, (const void*)&normgen_rmsnorm_fwd_a1aa699d8181_plain, 4, 256, 8, 128, 1, 1, 2, 26624, 1024 },  // ring.t256.v8.tpr128.i1.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7ee05685225e, (const void*)&normgen_rmsnorm_fwd_7ee05685225e_plain, 4, 512, 8, 128, 1, 1, 2, 34816, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_60c8b90573c6, (const void*)&normgen_rmsnorm_fwd_60c8b90573c6_plain, 4, 512, 8, 32, 4, 1, 2, 198656, 1024 },  // ring.t512.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_bb0e6a7ddba8, (const void*)&normgen_rmsnorm_fwd_bb0e6a7ddba8_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f0a728d162be, (const void*)&normgen_rmsnorm_fwd_f0a728d162be_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_rmsnorm_fwd_95610622cbae, (const void*)&normgen_rmsnorm_fwd_95610622cbae_plain, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_0712d0cc1997, (const void*)&normgen_rmsnorm_fwd_0712d0cc1997_plain, 0, 512, 8, 256, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_3d9816991d2a, (const void*)&normgen_rmsnorm_fwd_3d9816991d2a_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ca0c96e2a574, (const void*)&normgen_rmsnorm_fwd_ca0c96e2a574_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_934d71bbadeb, (const void*)&normgen_rmsnorm_fwd_934d71bbadeb_plain, 4, 128, 8, 128, 2, 1, 2, 28672, 2048 },  // ring.t128.v8.tpr128.i2.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_fbc0284265db, (const void*)&normgen_rmsnorm_fwd_fbc0284265db_plain, 0, 512, 8, 256, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_ea90be215208, (const void*)&normgen_rmsnorm_fwd_ea90be215208_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_52d656aec6f7, (const void*)&normgen_rmsnorm_fwd_52d656aec6f7_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_e6dee9d8b7c6, (const void*)&normgen_rmsnorm_fwd_e6dee9d8b7c6_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_b619b9eefa8c, (const void*)&normgen_rmsnorm_fwd_b619b9eefa8c_plain, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_2a3acbababa3, (const void*)&normgen_rmsnorm_fwd_2a3acbababa3_plain, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e38509ef73c9, (const void*)&normgen_rmsnorm_fwd_e38509ef73c9_plain, 0, 1024, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t1024.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ac99ef73ab98, (const void*)&normgen_rmsnorm_fwd_ac99ef73ab98_plain, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8e2a4591b05e, (const void*)&normgen_rmsnorm_fwd_8e2a4591b05e_plain, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_4304783b183b, (const void*)&normgen_rmsnorm_fwd_4304783b183b_plain, 4, 256, 8, 256, 1, 2, 2, 28672, 4096 },  // ring.t256.v8.tpr256.i1.c2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7f6a20e1c4c2, (const void*)&normgen_rmsnorm_fwd_7f6a20e1c4c2_plain, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_3e6efe21c102, (const void*)&normgen_rmsnorm_fwd_3e6efe21c102_plain, 4, 256, 8, 64, 8, 1, 2, 204800, 4096 },  // ring.t256.v8.tpr64.i8.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_0330e16f78b1, (const void*)&normgen_rmsnorm_fwd_0330e16f78b1_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_b4e9af1744b0, (const void*)&normgen_rmsnorm_fwd_b4e9af1744b0_plain, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_087e56997f11, (const void*)&normgen_rmsnorm_fwd_087e56997f11_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_16e4d1870360, (const void*)&normgen_rmsnorm_fwd_16e4d1870360_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1aeaa5b8e9e4, (const void*)&normgen_rmsnorm_fwd_1aeaa5b8e9e4_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_dad79b70cd60, (const void*)&normgen_rmsnorm_fwd_dad79b70cd60_plain, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_dee25ee76d95, (const void*)&normgen_rmsnorm_fwd_dee25ee76d95_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_752857eef236, (const void*)&normgen_rmsnorm_fwd_752857eef236_plain, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_eadfa6df9d52, (const void*)&normgen_rmsnorm_fwd_eadfa6df9d52_plain, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_85c28f3b2a87, (const void*)&normgen_rmsnorm_fwd_85c28f3b2a87_plain, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_78e2aedb4c9f, (const void*)&normgen_rmsnorm_fwd_78e2aedb4c9f_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_78a81f7c945a, (const void*)&normgen_rmsnorm_fwd_78a81f7c945a_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_041af8a7108b, (const void*)&normgen_rmsnorm_fwd_041af8a7108b_plain, 2, 1024, 8, 1024, 0, 1, 2, 0, 6144 },  // smem.t1024.v8.tpr1024.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6d8b3937ba02, (const void*)&normgen_rmsnorm_fwd_6d8b3937ba02_plain, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_258e96369343, (const void*)&normgen_rmsnorm_fwd_258e96369343_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_4ee54f3f7187, (const void*)&normgen_rmsnorm_fwd_4ee54f3f7187_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_dc7169ffa3ef, (const void*)&normgen_rmsnorm_fwd_dc7169ffa3ef_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eedb03e02363, (const void*)&normgen_rmsnorm_fwd_eedb03e02363_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_c5382f6e232d, (const void*)&normgen_rmsnorm_fwd_c5382f6e232d_plain, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5dacba8c7af7, (const void*)&normgen_rmsnorm_fwd_5dacba8c7af7_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_14af7c389ea9, (const void*)&normgen_rmsnorm_fwd_14af7c389ea9_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7bea5dd49860, (const void*)&normgen_rmsnorm_fwd_7bea5dd49860_plain, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_e3f6e3d1b9d7, (const void*)&normgen_rmsnorm_fwd_e3f6e3d1b9d7_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_444f6b2c8c6c, (const void*)&normgen_rmsnorm_fwd_444f6b2c8c6c_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_01a03988b72a, (const void*)&normgen_rmsnorm_fwd_01a03988b72a_plain, 0, 512, 8, 512, 1, 4, 2, 0, 12288 },  // regs.t512.v8.tpr512.i1.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ce1c94a1db6c, (const void*)&normgen_rmsnorm_fwd_ce1c94a1db6c_plain, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7e643bae1a67, (const void*)&normgen_rmsnorm_fwd_7e643bae1a67_plain, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_19c03f5ecfbb, (const void*)&normgen_rmsnorm_fwd_19c03f5ecfbb_plain, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_f3bfe5de722c, (const void*)&normgen_rmsnorm_fwd_f3bfe5de722c_plain, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_791ad57fc611, (const void*)&normgen_rmsnorm_fwd_791ad57fc611_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_0b6ff0b1e0ab, (const void*)&normgen_rmsnorm_fwd_0b6ff0b1e0ab_plain, 0, 512, 8, 512, 1, 4, 2, 0, 16384 },  // regs.t512.v8.tpr512.i1.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_df0a5cc49f67, (const void*)&normgen_rmsnorm_fwd_df0a5cc49f67_plain, 4, 128, 8, 128, 4, 4, 2, 57344, 16384 },  // ring.t128.v8.tpr128.i4.c4.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_64ffa7b53338, (const void*)&normgen_rmsnorm_fwd_64ffa7b53338_plain, 4, 512, 8, 512, 4, 1, 2, 229376, 16384 },  // ring.t512.v8.tpr512.i4.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_9532b557c31c, (const void*)&normgen_rmsnorm_fwd_9532b557c31c_plain, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_c58da3683a74, (const void*)&normgen_rmsnorm_fwd_c58da3683a74_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_075d82b36156, (const void*)&normgen_rmsnorm_fwd_075d82b36156_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ea22b171b17e, (const void*)&normgen_rmsnorm_fwd_ea22b171b17e_plain, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a1b48664efdb, (const void*)&normgen_rmsnorm_fwd_a1b48664efdb_plain, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e8cdf589080e, (const void*)&normgen_rmsnorm_fwd_e8cdf589080e_plain, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e5fa769af0ff, (const void*)&normgen_rmsnorm_fwd_e5fa769af0ff_plain, 0, 256, 8, 256, 2, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_ceb6d64dd94b, (const void*)&normgen_rmsnorm_fwd_ceb6d64dd94b_plain, 0, 256, 8, 256, 4, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_b68807e03d36, (const void*)&normgen_rmsnorm_fwd_b68807e03d36_plain, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_54570df712cb, (const void*)&normgen_rmsnorm_fwd_54570df712cb_plain, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_94d2139e939d, (const void*)&normgen_rmsnorm_fwd_94d2139e939d_plain, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_3695d75ca190, (const void*)&normgen_rmsnorm_fwd_3695d75ca190_plain, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_4fd60f19ec5d, (const void*)&normgen_rmsnorm_fwd_4fd60f19ec5d_plain, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_0bc2510564a9, (const void*)&normgen_rmsnorm_fwd_0bc2510564a9_plain, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_83fd9b2177ef, (const void*)&normgen_rmsnorm_fwd_83fd9b2177ef_plain, 4, 256, 8, 256, 4, 16, 2, 147456, 131072 },  // ring.t256.v8.tpr256.i4.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_46163e28c878, (const void*)&normgen_rmsnorm_fwd_46163e28c878_plain, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2034d12d5ac5, (const void*)&normgen_rmsnorm_fwd_2034d12d5ac5_plain, 4, 128, 8, 128, 8, 16, 2, 114688, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_34f2dd8999ff, (const void*)&normgen_rmsnorm_fwd_34f2dd8999ff_plain, 2, 1024, 8, 1024, 0, 4, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6b0afdab116f, (const void*)&normgen_rmsnorm_fwd_6b0afdab116f_plain, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_a2e2e3b27402, (const void*)&normgen_rmsnorm_fwd_a2e2e3b27402_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_594a2e2db5eb, (const void*)&normgen_rmsnorm_fwd_594a2e2db5eb_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_5f0c9ff2d1e4, (const void*)&normgen_rmsnorm_fwd_5f0c9ff2d1e4_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_db924bfa6fe3, (const void*)&normgen_rmsnorm_fwd_db924bfa6fe3_plain, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_733017b6be3f, (const void*)&normgen_rmsnorm_fwd_733017b6be3f_plain, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_bc08dcbc34a4, (const void*)&normgen_rmsnorm_fwd_bc08dcbc34a4_plain, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_99d80cd03eff, (const void*)&normgen_rmsnorm_fwd_99d80cd03eff_plain, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_ea04db1a614f, (const void*)&normgen_rmsnorm_fwd_ea04db1a614f_plain, 4, 256, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_be6774a99860, (const void*)&normgen_rmsnorm_fwd_be6774a99860_plain, 0, 256, 8, 64, 1, 1, 2, 0, 512 },  // regs.t256.v8.tpr64.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_3f10b503eb7b, (const void*)&normgen_rmsnorm_fwd_3f10b503eb7b_plain, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_1ec88485416e, (const void*)&normgen_rmsnorm_fwd_1ec88485416e_plain, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_6c285bfb62f5, (const void*)&normgen_rmsnorm_fwd_6c285bfb62f5_plain, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_42984226f239, (const void*)&normgen_rmsnorm_fwd_42984226f239_plain, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_147ad5bcb72c, (const void*)&normgen_rmsnorm_fwd_147ad5bcb72c_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_b4b56a4227cb, (const void*)&normgen_rmsnorm_fwd_b4b56a4227cb_plain, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_4160e4444aaf, (const void*)&normgen_rmsnorm_fwd_4160e4444aaf_plain, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_d9312c30f67f, (const void*)&normgen_rmsnorm_fwd_d9312c30f67f_plain, 0, 256, 8, 64, 2, 1, 2, 0, 768 },  // regs.t256.v8.tpr64.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_c14d433f7b99, (const void*)&normgen_rmsnorm_fwd_c14d433f7b99_plain, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_00d48d8843b8, (const void*)&normgen_rmsnorm_fwd_00d48d8843b8_plain, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b1fc5bf75042, (const void*)&normgen_rmsnorm_fwd_b1fc5bf75042_plain, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_5697222dad0c, (const void*)&normgen_rmsnorm_fwd_5697222dad0c_plain, 4, 128, 8, 128, 1, 1, 2, 6144, 1024 },  // ring.t128.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3ae8c0441d77, (const void*)&normgen_rmsnorm_fwd_3ae8c0441d77_plain, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_38d58ec21dfc, (const void*)&normgen_rmsnorm_fwd_38d58ec21dfc_plain, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_740dfbbdadcd, (const void*)&normgen_rmsnorm_fwd_740dfbbdadcd_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_ad4a9be0dece, (const void*)&normgen_rmsnorm_fwd_ad4a9be0dece_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fd0aef028469, (const void*)&normgen_rmsnorm_fwd_fd0aef028469_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b06ada6402fe, (const void*)&normgen_rmsnorm_fwd_b06ada6402fe_plain, 4, 256, 8, 64, 3, 1, 2, 27648, 1536 },  // ring.t256.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_4d2ab41a1ea7, (const void*)&normgen_rmsnorm_fwd_4d2ab41a1ea7_plain, 4, 512, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t512.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_14036772baf4, (const void*)&normgen_rmsnorm_fwd_14036772baf4_plain, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_34133ec4d015, (const void*)&normgen_rmsnorm_fwd_34133ec4d015_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_60e84e66651e, (const void*)&normgen_rmsnorm_fwd_60e84e66651e_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6689a37d0d19, (const void*)&normgen_rmsnorm_fwd_6689a37d0d19_plain, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c531c6877dfe, (const void*)&normgen_rmsnorm_fwd_c531c6877dfe_plain, 4, 256, 8, 32, 8, 1, 2, 102400, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_45370d1601f3, (const void*)&normgen_rmsnorm_fwd_45370d1601f3_plain, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3d91dd4109f6, (const void*)&normgen_rmsnorm_fwd_3d91dd4109f6_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_947f2e96745b, (const void*)&normgen_rmsnorm_fwd_947f2e96745b_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_0478b764cdc2, (const void*)&normgen_rmsnorm_fwd_0478b764cdc2_plain, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.hold.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6f71b5ccdf43, (const void*)&normgen_rmsnorm_fwd_6f71b5ccdf43_plain, 0, 256, 8, 128, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_d249a0aaad37, (const void*)&normgen_rmsnorm_fwd_d249a0aaad37_plain, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c1b36921c1bb, (const void*)&normgen_rmsnorm_fwd_c1b36921c1bb_plain, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.hold.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7b8a341afd81, (const void*)&normgen_rmsnorm_fwd_7b8a341afd81_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8be426d5a80b, (const void*)&normgen_rmsnorm_fwd_8be426d5a80b_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3c2a9b10b05f, (const void*)&normgen_rmsnorm_fwd_3c2a9b10b05f_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_31784827c183, (const void*)&normgen_rmsnorm_fwd_31784827c183_plain, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7309ff8aacfa, (const void*)&normgen_rmsnorm_fwd_7309ff8aacfa_plain, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6c0347caa8eb, (const void*)&normgen_rmsnorm_fwd_6c0347caa8eb_plain, 0, 512, 8, 256, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_99c57bf4d188, (const void*)&normgen_rmsnorm_fwd_99c57bf4d188_plain, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6081142b0a32, (const void*)&normgen_rmsnorm_fwd_6081142b0a32_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_3241740ddec0, (const void*)&normgen_rmsnorm_fwd_3241740ddec0_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_9693527c284b, (const void*)&normgen_rmsnorm_fwd_9693527c284b_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_920ff1ce1de5, (const void*)&normgen_rmsnorm_fwd_920ff1ce1de5_plain, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_8f50d07b412f, (const void*)&normgen_rmsnorm_fwd_8f50d07b412f_plain, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1c40945248f3, (const void*)&normgen_rmsnorm_fwd_1c40945248f3_plain, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_02167b0f5c60, (const void*)&normgen_rmsnorm_fwd_02167b0f5c60_plain, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a050ad043445, (const void*)&normgen_rmsnorm_fwd_a050ad043445_plain, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_c9b0b0a2a472, (const void*)&normgen_rmsnorm_fwd_c9b0b0a2a472_plain, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_67733f76ba7e, (const void*)&normgen_rmsnorm_fwd_67733f76ba7e_plain, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5055ce1d3e59, (const void*)&normgen_rmsnorm_fwd_5055ce1d3e59_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_305c9531a422, (const void*)&normgen_rmsnorm_fwd_305c9531a422_plain, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_74da78b742d5, (const void*)&normgen_rmsnorm_fwd_74da78b742d5_plain, 4, 512, 8, 512, 2, 1, 2, 49152, 7168 },  // ring.t512.v8.tpr512.i2.s3.h7168
+  {(const void*)&normgen_rmsnorm_fwd_31d7bd0284be, (const void*)&normgen_rmsnorm_fwd_31d7bd0284be_plain, 4, 512, 8, 128, 7, 1, 2, 186368, 7168 },  // ring.t512.v8.tpr128.i7.s3.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_728a3989c288, (const void*)&normgen_rmsnorm_fwd_728a3989c288_plain, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e46df98cb93c, (const void*)&normgen_rmsnorm_fwd_e46df98cb93c_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e5ec4bb1a1dc, (const void*)&normgen_rmsnorm_fwd_e5ec4bb1a1dc_plain, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_568053e90f68, (const void*)&normgen_rmsnorm_fwd_568053e90f68_plain, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
+  {(const void*)&normgen_rmsnorm_fwd_27738b076dca, (const void*)&normgen_rmsnorm_fwd_27738b076dca_plain, 4, 512, 8, 256, 4, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr256.i4.s2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_907cc2a0774d, (const void*)&normgen_rmsnorm_fwd_907cc2a0774d_plain, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_010a2356d54e, (const void*)&normgen_rmsnorm_fwd_010a2356d54e_plain, 0, 64, 8, 64, 8, 2, 2, 0, 8192 },  // regs.t64.v8.tpr64.i8.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9a2edaa3baaa, (const void*)&normgen_rmsnorm_fwd_9a2edaa3baaa_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9505145a6b5d, (const void*)&normgen_rmsnorm_fwd_9505145a6b5d_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_6035a1e7dd87, (const void*)&normgen_rmsnorm_fwd_6035a1e7dd87_plain, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_70a7270d47f9, (const void*)&normgen_rmsnorm_fwd_70a7270d47f9_plain, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_0770ec5ec8cd, (const void*)&normgen_rmsnorm_fwd_0770ec5ec8cd_plain, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_22c24eba0ea8, (const void*)&normgen_rmsnorm_fwd_22c24eba0ea8_plain, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_30dfbe2e87c5, (const void*)&normgen_rmsnorm_fwd_30dfbe2e87c5_plain, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_805e66be3bbf, (const void*)&normgen_rmsnorm_fwd_805e66be3bbf_plain, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_cba30dc30e4d, (const void*)&normgen_rmsnorm_fwd_cba30dc30e4d_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0333ba8d0b3a, (const void*)&normgen_rmsnorm_fwd_0333ba8d0b3a_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_8f229401ad74, (const void*)&normgen_rmsnorm_fwd_8f229401ad74_plain, 0, 64, 8, 64, 4, 8, 2, 0, 16384 },  // regs.t64.v8.tpr64.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6206904e2f81, (const void*)&normgen_rmsnorm_fwd_6206904e2f81_plain, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3a3717ae82fc, (const void*)&normgen_rmsnorm_fwd_3a3717ae82fc_plain, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a80d0ac03287, (const void*)&normgen_rmsnorm_fwd_a80d0ac03287_plain, 4, 512, 8, 512, 2, 2, 2, 49152, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.h16384
+  {(const void*)&normgen_rmsnorm_fwd_17f3465e7410, (const void*)&normgen_rmsnorm_fwd_17f3465e7410_plain, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_02210fc2519c, (const void*)&normgen_rmsnorm_fwd_02210fc2519c_plain, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_711e5b95ce13, (const void*)&normgen_rmsnorm_fwd_711e5b95ce13_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_92b8fede0fbd, (const void*)&normgen_rmsnorm_fwd_92b8fede0fbd_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_921d6b9ed6c9, (const void*)&normgen_rmsnorm_fwd_921d6b9ed6c9_plain, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d7ab737869e7, (const void*)&normgen_rmsnorm_fwd_d7ab737869e7_plain, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_453a18bff4f5, (const void*)&normgen_rmsnorm_fwd_453a18bff4f5_plain, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_492c2f4b9c07, (const void*)&normgen_rmsnorm_fwd_492c2f4b9c07_plain, 2, 256, 8, 256, 0, 4, 2, 0, 32768 },  // smem.t256.v8.tpr256.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_c594bd2e543a, (const void*)&normgen_rmsnorm_fwd_c594bd2e543a_plain, 0, 128, 8, 128, 8, 4, 2, 0, 32768 },  // regs.t128.v8.tpr128.i8.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_3fd74633ee0d, (const void*)&normgen_rmsnorm_fwd_3fd74633ee0d_plain, 2, 1024, 8, 1024, 0, 1, 2, 0, 0 },  // smem.t1024.v8.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_a9691179a947, (const void*)&normgen_rmsnorm_fwd_a9691179a947_plain, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_62f4a61cb8fb, (const void*)&normgen_rmsnorm_fwd_62f4a61cb8fb_plain, 4, 256, 8, 256, 8, 4, 2, 131072, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9f5ded37ef4e, (const void*)&normgen_rmsnorm_fwd_9f5ded37ef4e_plain, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_fc1b4a6bfa8f, (const void*)&normgen_rmsnorm_fwd_fc1b4a6bfa8f_plain, 2, 512, 8, 512, 0, 2, 2, 0, 65536 },  // smem.t512.v8.tpr512.c2.h65536
+  {(const void*)&normgen_rmsnorm_fwd_a313bc4f9895, (const void*)&normgen_rmsnorm_fwd_a313bc4f9895_plain, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_5470a7cda626, (const void*)&normgen_rmsnorm_fwd_5470a7cda626_plain, 0, 128, 8, 128, 8, 8, 2, 0, 65536 },  // regs.t128.v8.tpr128.i8.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_152639f99d5b, (const void*)&normgen_rmsnorm_fwd_152639f99d5b_plain, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0263796151ed, (const void*)&normgen_rmsnorm_fwd_0263796151ed_plain, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c535f95f7460, (const void*)&normgen_rmsnorm_fwd_c535f95f7460_plain, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c6ec3a8ffee5, (const void*)&normgen_rmsnorm_fwd_c6ec3a8ffee5_plain, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_992a826753e2, (const void*)&normgen_rmsnorm_fwd_992a826753e2_plain, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4aefd0353f0d, (const void*)&normgen_rmsnorm_fwd_4aefd0353f0d_plain, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_2fb348076439, (const void*)&normgen_rmsnorm_fwd_2fb348076439_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_13383c013cbc, (const void*)&normgen_rmsnorm_fwd_13383c013cbc_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ed8213ffa17a, (const void*)&normgen_rmsnorm_fwd_ed8213ffa17a_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_492c713c1d21, (const void*)&normgen_rmsnorm_fwd_492c713c1d21_plain, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_92f6e2e415dd, (const void*)&normgen_rmsnorm_fwd_92f6e2e415dd_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap1536.h512
+  {(const void*)&normgen_rmsnorm_fwd_9fdb1d22167e, (const void*)&normgen_rmsnorm_fwd_9fdb1d22167e_plain, 4, 512, 8, 32, 2, 1, 2, 66560, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_b4cef3f58c19, (const void*)&normgen_rmsnorm_fwd_b4cef3f58c19_plain, 0, 256, 8, 64, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_07897746954d, (const void*)&normgen_rmsnorm_fwd_07897746954d_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_40a5755db93b, (const void*)&normgen_rmsnorm_fwd_40a5755db93b_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_ae568cf06f88, (const void*)&normgen_rmsnorm_fwd_ae568cf06f88_plain, 0, 1024, 8, 128, 1, 1, 2, 0, 768 },  // regs.t1024.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_2a3e30b459af, (const void*)&normgen_rmsnorm_fwd_2a3e30b459af_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_cb80862cf6de, (const void*)&normgen_rmsnorm_fwd_cb80862cf6de_plain, 4, 512, 8, 32, 3, 1, 2, 148992, 768 },  // ring.t512.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_214721d61af7, (const void*)&normgen_rmsnorm_fwd_214721d61af7_plain, 4, 512, 8, 64, 2, 1, 2, 100352, 0 },  // ring.t512.v8.tpr64.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_cfc7b45c22ad, (const void*)&normgen_rmsnorm_fwd_cfc7b45c22ad_plain, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_eda0c8b18e03, (const void*)&normgen_rmsnorm_fwd_eda0c8b18e03_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9f7043376ca4, (const void*)&normgen_rmsnorm_fwd_9f7043376ca4_plain, 4, 256, 8, 128, 1, 1, 2, 26624, 1024 },  // ring.t256.v8.tpr128.i1.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_db14f89f6cf6, (const void*)&normgen_rmsnorm_fwd_db14f89f6cf6_plain, 4, 512, 8, 128, 1, 1, 2, 34816, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7246b9967f08, (const void*)&normgen_rmsnorm_fwd_7246b9967f08_plain, 4, 128, 8, 16, 8, 1, 2, 100352, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_fc8a21c0924d, (const void*)&normgen_rmsnorm_fwd_fc8a21c0924d_plain, 0, 256, 8, 128, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_ab2fdf8f66da, (const void*)&normgen_rmsnorm_fwd_ab2fdf8f66da_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_bbe9106b03c0, (const void*)&normgen_rmsnorm_fwd_bbe9106b03c0_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fadcf85430ed, (const void*)&normgen_rmsnorm_fwd_fadcf85430ed_plain, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_6577b29503d4, (const void*)&normgen_rmsnorm_fwd_6577b29503d4_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_504b5a05aa41, (const void*)&normgen_rmsnorm_fwd_504b5a05aa41_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0f583d534d86, (const void*)&normgen_rmsnorm_fwd_0f583d534d86_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_291c47f41351, (const void*)&normgen_rmsnorm_fwd_291c47f41351_plain, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b26667f350f2, (const void*)&normgen_rmsnorm_fwd_b26667f350f2_plain, 0, 512, 8, 256, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr256.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_fbe61a3975c5, (const void*)&normgen_rmsnorm_fwd_fbe61a3975c5_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b9936eef2171, (const void*)&normgen_rmsnorm_fwd_b9936eef2171_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_cc1058266136, (const void*)&normgen_rmsnorm_fwd_cc1058266136_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_451dc3ac3dce, (const void*)&normgen_rmsnorm_fwd_451dc3ac3dce_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_d9c0a6289716, (const void*)&normgen_rmsnorm_fwd_d9c0a6289716_plain, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f833639cb449, (const void*)&normgen_rmsnorm_fwd_f833639cb449_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_42a9f7fd6693, (const void*)&normgen_rmsnorm_fwd_42a9f7fd6693_plain, 0, 512, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t512.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_13bbf917bdfc, (const void*)&normgen_rmsnorm_fwd_13bbf917bdfc_plain, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_04fa3fc4c741, (const void*)&normgen_rmsnorm_fwd_04fa3fc4c741_plain, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fe4221a6512c, (const void*)&normgen_rmsnorm_fwd_fe4221a6512c_plain, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_515a484ae759, (const void*)&normgen_rmsnorm_fwd_515a484ae759_plain, 4, 256, 8, 256, 1, 2, 2, 24576, 4096 },  // ring.t256.v8.tpr256.i1.c2.s3.h4096
+  {(const void*)&normgen_rmsnorm_fwd_1613eaea4022, (const void*)&normgen_rmsnorm_fwd_1613eaea4022_plain, 4, 256, 8, 64, 8, 1, 2, 204800, 4096 },  // ring.t256.v8.tpr64.i8.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3ed1a4dc4e4b, (const void*)&normgen_rmsnorm_fwd_3ed1a4dc4e4b_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_f8a08d7d80d3, (const void*)&normgen_rmsnorm_fwd_f8a08d7d80d3_plain, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ceb7ef865d1b, (const void*)&normgen_rmsnorm_fwd_ceb7ef865d1b_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_5add6b506383, (const void*)&normgen_rmsnorm_fwd_5add6b506383_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_214e55ce7af4, (const void*)&normgen_rmsnorm_fwd_214e55ce7af4_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_79e4b11b5377, (const void*)&normgen_rmsnorm_fwd_79e4b11b5377_plain, 4, 256, 8, 256, 3, 1, 2, 86016, 5120 },  // ring.t256.v8.tpr256.i3.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_f3fde1abed40, (const void*)&normgen_rmsnorm_fwd_f3fde1abed40_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6252a2738edc, (const void*)&normgen_rmsnorm_fwd_6252a2738edc_plain, 4, 256, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t256.v8.tpr256.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_d224e3d005bc, (const void*)&normgen_rmsnorm_fwd_d224e3d005bc_plain, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e527266a923c, (const void*)&normgen_rmsnorm_fwd_e527266a923c_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b79b496e4b3d, (const void*)&normgen_rmsnorm_fwd_b79b496e4b3d_plain, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_91c9aae087e8, (const void*)&normgen_rmsnorm_fwd_91c9aae087e8_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e0add27ad7f3, (const void*)&normgen_rmsnorm_fwd_e0add27ad7f3_plain, 0, 128, 8, 128, 3, 2, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_699177affbc1, (const void*)&normgen_rmsnorm_fwd_699177affbc1_plain, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5ed6cacd4758, (const void*)&normgen_rmsnorm_fwd_5ed6cacd4758_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_c569f2e860f0, (const void*)&normgen_rmsnorm_fwd_c569f2e860f0_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_62a097c4f5ed, (const void*)&normgen_rmsnorm_fwd_62a097c4f5ed_plain, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_5549ba7e32b4, (const void*)&normgen_rmsnorm_fwd_5549ba7e32b4_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_92ee16cdc229, (const void*)&normgen_rmsnorm_fwd_92ee16cdc229_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.cap2048.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c1349a2468af, (const void*)&normgen_rmsnorm_fwd_c1349a2468af_plain, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_897ca5ce1a54, (const void*)&normgen_rmsnorm_fwd_897ca5ce1a54_plain, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1358105020a0, (const void*)&normgen_rmsnorm_fwd_1358105020a0_plain, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_d41cb56fda69, (const void*)&normgen_rmsnorm_fwd_d41cb56fda69_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 8192 },  // ring.t512.v8.tpr512.i2.s2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5ff80a0c6c5e, (const void*)&normgen_rmsnorm_fwd_5ff80a0c6c5e_plain, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_6f8c7e584151, (const void*)&normgen_rmsnorm_fwd_6f8c7e584151_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2f31bec7727e, (const void*)&normgen_rmsnorm_fwd_2f31bec7727e_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_1c285864567a, (const void*)&normgen_rmsnorm_fwd_1c285864567a_plain, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_89f819c7ca48, (const void*)&normgen_rmsnorm_fwd_89f819c7ca48_plain, 0, 512, 8, 512, 2, 2, 2, 0, 12288 },  // regs.t512.v8.tpr512.i2.c2.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_baec3fff867a, (const void*)&normgen_rmsnorm_fwd_baec3fff867a_plain, 0, 256, 8, 256, 3, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_2b6d80900ea9, (const void*)&normgen_rmsnorm_fwd_2b6d80900ea9_plain, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1d55eebe7192, (const void*)&normgen_rmsnorm_fwd_1d55eebe7192_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_72e17b2dffa7, (const void*)&normgen_rmsnorm_fwd_72e17b2dffa7_plain, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0495ece94f9e, (const void*)&normgen_rmsnorm_fwd_0495ece94f9e_plain, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_7cef481bffa3, (const void*)&normgen_rmsnorm_fwd_7cef481bffa3_plain, 0, 256, 8, 256, 1, 8, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_f730d185cbc5, (const void*)&normgen_rmsnorm_fwd_f730d185cbc5_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a5c0d5db6595, (const void*)&normgen_rmsnorm_fwd_a5c0d5db6595_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_53a857456dee, (const void*)&normgen_rmsnorm_fwd_53a857456dee_plain, 4, 256, 8, 256, 1, 16, 2, 20480, 32768 },  // ring.t256.v8.tpr256.i1.c16.s2.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_51bf9631b570, (const void*)&normgen_rmsnorm_fwd_51bf9631b570_plain, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f3367438c749, (const void*)&normgen_rmsnorm_fwd_f3367438c749_plain, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_78371fedb5b7, (const void*)&normgen_rmsnorm_fwd_78371fedb5b7_plain, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_085929de3141, (const void*)&normgen_rmsnorm_fwd_085929de3141_plain, 0, 128, 8, 128, 4, 8, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_9ab3d2ef1b72, (const void*)&normgen_rmsnorm_fwd_9ab3d2ef1b72_plain, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_118eb1782882, (const void*)&normgen_rmsnorm_fwd_118eb1782882_plain, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a4094d35e7bf, (const void*)&normgen_rmsnorm_fwd_a4094d35e7bf_plain, 4, 128, 8, 128, 4, 16, 2, 57344, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_7f51e3100253, (const void*)&normgen_rmsnorm_fwd_7f51e3100253_plain, 0, 256, 8, 256, 4, 8, 2, 0, 65536 },  // regs.t256.v8.tpr256.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_3c3852476657, (const void*)&normgen_rmsnorm_fwd_3c3852476657_plain, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_085a7034b393, (const void*)&normgen_rmsnorm_fwd_085a7034b393_plain, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_5abf26cd9f74, (const void*)&normgen_rmsnorm_fwd_5abf26cd9f74_plain, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b24b54710823, (const void*)&normgen_rmsnorm_fwd_b24b54710823_plain, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4770cacbcbb6, (const void*)&normgen_rmsnorm_fwd_4770cacbcbb6_plain, 4, 128, 8, 128, 8, 16, 2, 114688, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_rmsnorm_fwd_701dd7b74810, (const void*)&normgen_rmsnorm_fwd_701dd7b74810_plain, 2, 1024, 8, 1024, 0, 4, 2, 0, 131072 },  // smem.t1024.v8.tpr1024.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2fed7c3c4207, (const void*)&normgen_rmsnorm_fwd_2fed7c3c4207_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0fb6ede1c44c, (const void*)&normgen_rmsnorm_fwd_0fb6ede1c44c_plain, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_62b5216c9e5f, (const void*)&normgen_rmsnorm_fwd_62b5216c9e5f_plain, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a93bfaeb2216, (const void*)&normgen_rmsnorm_fwd_a93bfaeb2216_plain, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_8c606f8bb634, (const void*)&normgen_rmsnorm_fwd_8c606f8bb634_plain, 0, 128, 4, 32, 4, 1, 4, 0, 512 },  // regs.t128.v4.tpr32.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ebc9ee36d6ff, (const void*)&normgen_rmsnorm_fwd_ebc9ee36d6ff_plain, 1, 64, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_d3e569898ae4, (const void*)&normgen_rmsnorm_fwd_d3e569898ae4_plain, 1, 256, 4, 16, 8, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr16.i8.h512
+  {(const void*)&normgen_rmsnorm_fwd_db54f20a79fc, (const void*)&normgen_rmsnorm_fwd_db54f20a79fc_plain, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_0100376eb86d, (const void*)&normgen_rmsnorm_fwd_0100376eb86d_plain, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_50a1f1662c05, (const void*)&normgen_rmsnorm_fwd_50a1f1662c05_plain, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_8b5b1308d93a, (const void*)&normgen_rmsnorm_fwd_8b5b1308d93a_plain, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_846d818ebac7, (const void*)&normgen_rmsnorm_fwd_846d818ebac7_plain, 1, 128, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_d62eaf57f2f5, (const void*)&normgen_rmsnorm_fwd_d62eaf57f2f5_plain, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_cb0ca5e3cb61, (const void*)&normgen_rmsnorm_fwd_cb0ca5e3cb61_plain, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_0411b2283cec, (const void*)&normgen_rmsnorm_fwd_0411b2283cec_plain, 0, 512, 4, 128, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_28efea071c5d, (const void*)&normgen_rmsnorm_fwd_28efea071c5d_plain, 0, 256, 4, 256, 1, 1, 4, 0, 1024 },  // regs.t256.v4.tpr256.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_791af3ce0030, (const void*)&normgen_rmsnorm_fwd_791af3ce0030_plain, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f539835b5c1b, (const void*)&normgen_rmsnorm_fwd_f539835b5c1b_plain, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_e9d5eb4a0796, (const void*)&normgen_rmsnorm_fwd_e9d5eb4a0796_plain, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_6a45afcb7ec9, (const void*)&normgen_rmsnorm_fwd_6a45afcb7ec9_plain, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_c93cd59813f3, (const void*)&normgen_rmsnorm_fwd_c93cd59813f3_plain, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b93bbee67c7b, (const void*)&normgen_rmsnorm_fwd_b93bbee67c7b_plain, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
+  {(const void*)&normgen_rmsnorm_fwd_823d42bc6dbe, (const void*)&normgen_rmsnorm_fwd_823d42bc6dbe_plain, 1, 256, 4, 64, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i6
+  {(const void*)&normgen_rmsnorm_fwd_b7304903ce8b, (const void*)&normgen_rmsnorm_fwd_b7304903ce8b_plain, 0, 512, 4, 256, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr256.i2.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_908cbbed04c0, (const void*)&normgen_rmsnorm_fwd_908cbbed04c0_plain, 0, 1024, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t1024.v4.tpr256.i2.cap2048.h1536
+  {(const void*)&normgen_rmsnorm_fwd_02401fcf5216, (const void*)&normgen_rmsnorm_fwd_02401fcf5216_plain, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_4d0a6888b955, (const void*)&normgen_rmsnorm_fwd_4d0a6888b955_plain, 0, 512, 4, 512, 1, 1, 4, 0, 2048 },  // regs.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b2dc14c92095, (const void*)&normgen_rmsnorm_fwd_b2dc14c92095_plain, 1, 64, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t64.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0b73c56ebc58, (const void*)&normgen_rmsnorm_fwd_0b73c56ebc58_plain, 2, 256, 4, 256, 0, 1, 4, 0, 0 },  // smem.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_bcc358c007f0, (const void*)&normgen_rmsnorm_fwd_bcc358c007f0_plain, 2, 512, 4, 256, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_7255d32f577d, (const void*)&normgen_rmsnorm_fwd_7255d32f577d_plain, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_75fb4489c152, (const void*)&normgen_rmsnorm_fwd_75fb4489c152_plain, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_9918e79d9ad4, (const void*)&normgen_rmsnorm_fwd_9918e79d9ad4_plain, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_4528c405c63c, (const void*)&normgen_rmsnorm_fwd_4528c405c63c_plain, 0, 512, 4, 512, 2, 1, 4, 0, 2560 },  // regs.t512.v4.tpr512.i2.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_98ca9445bb26, (const void*)&normgen_rmsnorm_fwd_98ca9445bb26_plain, 1, 512, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_4ee059621bb9, (const void*)&normgen_rmsnorm_fwd_4ee059621bb9_plain, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_98a5f22a7aea, (const void*)&normgen_rmsnorm_fwd_98a5f22a7aea_plain, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_d72ecfd1565c, (const void*)&normgen_rmsnorm_fwd_d72ecfd1565c_plain, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
+  {(const void*)&normgen_rmsnorm_fwd_bc4ae3604fe2, (const void*)&normgen_rmsnorm_fwd_bc4ae3604fe2_plain, 0, 1024, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t1024.v4.tpr512.i2.cap2048.h3072
+  {(const void*)&normgen_rmsnorm_fwd_a74760f3b4c2, (const void*)&normgen_rmsnorm_fwd_a74760f3b4c2_plain, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3a24f64e7633, (const void*)&normgen_rmsnorm_fwd_3a24f64e7633_plain, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_0f693c91ee40, (const void*)&normgen_rmsnorm_fwd_0f693c91ee40_plain, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_ffd0ffadc88d, (const void*)&normgen_rmsnorm_fwd_ffd0ffadc88d_plain, 1, 256, 4, 256, 2, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_429d64035a9c, (const void*)&normgen_rmsnorm_fwd_429d64035a9c_plain, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_eaf0cdafb1cb, (const void*)&normgen_rmsnorm_fwd_eaf0cdafb1cb_plain, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_6f41b05158dd, (const void*)&normgen_rmsnorm_fwd_6f41b05158dd_plain, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6a409f24bcc2, (const void*)&normgen_rmsnorm_fwd_6a409f24bcc2_plain, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_74581943cca9, (const void*)&normgen_rmsnorm_fwd_74581943cca9_plain, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_610d7522a01b, (const void*)&normgen_rmsnorm_fwd_610d7522a01b_plain, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_1e4b6220a735, (const void*)&normgen_rmsnorm_fwd_1e4b6220a735_plain, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_ef708283f7b4, (const void*)&normgen_rmsnorm_fwd_ef708283f7b4_plain, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_7f3bddddc2fd, (const void*)&normgen_rmsnorm_fwd_7f3bddddc2fd_plain, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d621856a0cd5, (const void*)&normgen_rmsnorm_fwd_d621856a0cd5_plain, 0, 128, 4, 128, 6, 2, 4, 0, 6144 },  // regs.t128.v4.tpr128.i6.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_81f2f8bc8bfc, (const void*)&normgen_rmsnorm_fwd_81f2f8bc8bfc_plain, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_782e3304543a, (const void*)&normgen_rmsnorm_fwd_782e3304543a_plain, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7e505ab49f1f, (const void*)&normgen_rmsnorm_fwd_7e505ab49f1f_plain, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_9475e52ab2c2, (const void*)&normgen_rmsnorm_fwd_9475e52ab2c2_plain, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_28dd1163a517, (const void*)&normgen_rmsnorm_fwd_28dd1163a517_plain, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_ceadf8029243, (const void*)&normgen_rmsnorm_fwd_ceadf8029243_plain, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_1423adddb005, (const void*)&normgen_rmsnorm_fwd_1423adddb005_plain, 0, 1024, 4, 1024, 2, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_8ff2fb3aa73c, (const void*)&normgen_rmsnorm_fwd_8ff2fb3aa73c_plain, 0, 128, 4, 128, 7, 2, 4, 0, 7168 },  // regs.t128.v4.tpr128.i7.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ed357d8f9730, (const void*)&normgen_rmsnorm_fwd_ed357d8f9730_plain, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_774952fb45c4, (const void*)&normgen_rmsnorm_fwd_774952fb45c4_plain, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_f8d1f5db19c7, (const void*)&normgen_rmsnorm_fwd_f8d1f5db19c7_plain, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a2f3a0fdc816, (const void*)&normgen_rmsnorm_fwd_a2f3a0fdc816_plain, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_eb0af0bab249, (const void*)&normgen_rmsnorm_fwd_eb0af0bab249_plain, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_d0cab3761c07, (const void*)&normgen_rmsnorm_fwd_d0cab3761c07_plain, 2, 1024, 4, 1024, 0, 1, 4, 0, 7168 },  // smem.t1024.v4.tpr1024.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b81443c4e066, (const void*)&normgen_rmsnorm_fwd_b81443c4e066_plain, 0, 128, 4, 128, 4, 4, 4, 0, 8192 },  // regs.t128.v4.tpr128.i4.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_eb961f81436b, (const void*)&normgen_rmsnorm_fwd_eb961f81436b_plain, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_77c9fc6b34ec, (const void*)&normgen_rmsnorm_fwd_77c9fc6b34ec_plain, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ada12100ef4f, (const void*)&normgen_rmsnorm_fwd_ada12100ef4f_plain, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_6477fb0607c5, (const void*)&normgen_rmsnorm_fwd_6477fb0607c5_plain, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_18954f2d099f, (const void*)&normgen_rmsnorm_fwd_18954f2d099f_plain, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b36d62fa5654, (const void*)&normgen_rmsnorm_fwd_b36d62fa5654_plain, 0, 1024, 4, 1024, 2, 1, 4, 0, 8192 },  // regs.t1024.v4.tpr1024.i2.cap2048.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a92ec302bb0f, (const void*)&normgen_rmsnorm_fwd_a92ec302bb0f_plain, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_35ad7816e261, (const void*)&normgen_rmsnorm_fwd_35ad7816e261_plain, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_eb721d90a124, (const void*)&normgen_rmsnorm_fwd_eb721d90a124_plain, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_608d2ad93d5e, (const void*)&normgen_rmsnorm_fwd_608d2ad93d5e_plain, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8d153224fd2f, (const void*)&normgen_rmsnorm_fwd_8d153224fd2f_plain, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_94b640b6c0a7, (const void*)&normgen_rmsnorm_fwd_94b640b6c0a7_plain, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_21ff07caaef7, (const void*)&normgen_rmsnorm_fwd_21ff07caaef7_plain, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_908be9de37b4, (const void*)&normgen_rmsnorm_fwd_908be9de37b4_plain, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_f1c77032e9ec, (const void*)&normgen_rmsnorm_fwd_f1c77032e9ec_plain, 0, 512, 4, 512, 1, 8, 4, 0, 16384 },  // regs.t512.v4.tpr512.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3f2c71d6c91, (const void*)&normgen_rmsnorm_fwd_a3f2c71d6c91_plain, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_9f98a2ec790a, (const void*)&normgen_rmsnorm_fwd_9f98a2ec790a_plain, 0, 64, 4, 64, 8, 8, 4, 0, 16384 },  // regs.t64.v4.tpr64.i8.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_ea16380217d2, (const void*)&normgen_rmsnorm_fwd_ea16380217d2_plain, 0, 128, 4, 128, 4, 8, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_0a1b1dea1723, (const void*)&normgen_rmsnorm_fwd_0a1b1dea1723_plain, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_bb9dd3373a77, (const void*)&normgen_rmsnorm_fwd_bb9dd3373a77_plain, 1, 128, 4, 128, 4, 8, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_cbf14edaa0ff, (const void*)&normgen_rmsnorm_fwd_cbf14edaa0ff_plain, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_5d991843ff93, (const void*)&normgen_rmsnorm_fwd_5d991843ff93_plain, 0, 256, 4, 256, 4, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c4
+  {(const void*)&normgen_rmsnorm_fwd_1e59070a1bc7, (const void*)&normgen_rmsnorm_fwd_1e59070a1bc7_plain, 3, 512, 4, 512, 0, 1, 4, 0, 16384 },  // reload.t512.v4.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_42439c2272f9, (const void*)&normgen_rmsnorm_fwd_42439c2272f9_plain, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e3b43501e105, (const void*)&normgen_rmsnorm_fwd_e3b43501e105_plain, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_33081ebcc5ed, (const void*)&normgen_rmsnorm_fwd_33081ebcc5ed_plain, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_f9fa87a9932a, (const void*)&normgen_rmsnorm_fwd_f9fa87a9932a_plain, 1, 128, 4, 128, 4, 16, 4, 0, 32768 },  // pipelined.t128.v4.tpr128.i4.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_7f9d5224299f, (const void*)&normgen_rmsnorm_fwd_7f9d5224299f_plain, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_22ec0c399da8, (const void*)&normgen_rmsnorm_fwd_22ec0c399da8_plain, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_91ad28729d10, (const void*)&normgen_rmsnorm_fwd_91ad28729d10_plain, 0, 256, 4, 256, 4, 8, 4, 0, 32768 },  // regs.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4ad2f43f268f, (const void*)&normgen_rmsnorm_fwd_4ad2f43f268f_plain, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_0749e9acfafa, (const void*)&normgen_rmsnorm_fwd_0749e9acfafa_plain, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b0448481d16b, (const void*)&normgen_rmsnorm_fwd_b0448481d16b_plain, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_79385a139c1f, (const void*)&normgen_rmsnorm_fwd_79385a139c1f_plain, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_5ab1a92d5d0f, (const void*)&normgen_rmsnorm_fwd_5ab1a92d5d0f_plain, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_d5f11d5c85e0, (const void*)&normgen_rmsnorm_fwd_d5f11d5c85e0_plain, 0, 512, 4, 512, 4, 8, 4, 0, 65536 },  // regs.t512.v4.tpr512.i4.c8.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5c1b832c19b1, (const void*)&normgen_rmsnorm_fwd_5c1b832c19b1_plain, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e707e6b8efa5, (const void*)&normgen_rmsnorm_fwd_e707e6b8efa5_plain, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_5057fa73d937, (const void*)&normgen_rmsnorm_fwd_5057fa73d937_plain, 2, 512, 4, 512, 0, 2, 4, 0, 0 },  // smem.t512.v4.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_21210842394e, (const void*)&normgen_rmsnorm_fwd_21210842394e_plain, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_282577f4f8f2, (const void*)&normgen_rmsnorm_fwd_282577f4f8f2_plain, 1, 512, 4, 512, 4, 16, 4, 0, 131072 },  // pipelined.t512.v4.tpr512.i4.c16.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0738b6618147, (const void*)&normgen_rmsnorm_fwd_0738b6618147_plain, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_72cfb91d6a27, (const void*)&normgen_rmsnorm_fwd_72cfb91d6a27_plain, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a07e560f4c1a, (const void*)&normgen_rmsnorm_fwd_a07e560f4c1a_plain, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6f335e1bde58, (const void*)&normgen_rmsnorm_fwd_6f335e1bde58_plain, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
+  {(const void*)&normgen_rmsnorm_fwd_e330942e14e5, (const void*)&normgen_rmsnorm_fwd_e330942e14e5_plain, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d206477935c8, (const void*)&normgen_rmsnorm_fwd_d206477935c8_plain, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_aef9aafba688, (const void*)&normgen_rmsnorm_fwd_aef9aafba688_plain, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_4975fa1100df, (const void*)&normgen_rmsnorm_fwd_4975fa1100df_plain, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_38d1782f163f, (const void*)&normgen_rmsnorm_fwd_38d1782f163f_plain, 1, 256, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_0eb3b9e06ccf, (const void*)&normgen_rmsnorm_fwd_0eb3b9e06ccf_plain, 1, 1024, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t1024.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_0ccc94faced9, (const void*)&normgen_rmsnorm_fwd_0ccc94faced9_plain, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_47e45db8138b, (const void*)&normgen_rmsnorm_fwd_47e45db8138b_plain, 1, 256, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_80e547e5a449, (const void*)&normgen_rmsnorm_fwd_80e547e5a449_plain, 1, 512, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_3a6b4f491fd9, (const void*)&normgen_rmsnorm_fwd_3a6b4f491fd9_plain, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_6e7eaf14e446, (const void*)&normgen_rmsnorm_fwd_6e7eaf14e446_plain, 1, 256, 4, 32, 8, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr32.i8
+  {(const void*)&normgen_rmsnorm_fwd_128079f70001, (const void*)&normgen_rmsnorm_fwd_128079f70001_plain, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d240953695ec, (const void*)&normgen_rmsnorm_fwd_d240953695ec_plain, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d3cefdfe472e, (const void*)&normgen_rmsnorm_fwd_d3cefdfe472e_plain, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_fbb0ce5d0925, (const void*)&normgen_rmsnorm_fwd_fbb0ce5d0925_plain, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_a3055a5f3f8c, (const void*)&normgen_rmsnorm_fwd_a3055a5f3f8c_plain, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d50d18d28038, (const void*)&normgen_rmsnorm_fwd_d50d18d28038_plain, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_43d6fba643cc, (const void*)&normgen_rmsnorm_fwd_43d6fba643cc_plain, 1, 1024, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t1024.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6d98bdfd1e09, (const void*)&normgen_rmsnorm_fwd_6d98bdfd1e09_plain, 1, 1024, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_0d8ca4660a69, (const void*)&normgen_rmsnorm_fwd_0d8ca4660a69_plain, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_aea8da491867, (const void*)&normgen_rmsnorm_fwd_aea8da491867_plain, 0, 1024, 4, 512, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_415b6392f5b8, (const void*)&normgen_rmsnorm_fwd_415b6392f5b8_plain, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8824287dcf12, (const void*)&normgen_rmsnorm_fwd_8824287dcf12_plain, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_6a6c2d152dff, (const void*)&normgen_rmsnorm_fwd_6a6c2d152dff_plain, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5b30d4a9b35d, (const void*)&normgen_rmsnorm_fwd_5b30d4a9b35d_plain, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_6a31980c506e, (const void*)&normgen_rmsnorm_fwd_6a31980c506e_plain, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_2171c66c29c5, (const void*)&normgen_rmsnorm_fwd_2171c66c29c5_plain, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_98d88d63f681, (const void*)&normgen_rmsnorm_fwd_98d88d63f681_plain, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_4cc5712ef9cd, (const void*)&normgen_rmsnorm_fwd_4cc5712ef9cd_plain, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_26c08c0197c4, (const void*)&normgen_rmsnorm_fwd_26c08c0197c4_plain, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7d25b8deb00c, (const void*)&normgen_rmsnorm_fwd_7d25b8deb00c_plain, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_4b792a2e0316, (const void*)&normgen_rmsnorm_fwd_4b792a2e0316_plain, 0, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_0a50db73b8fc, (const void*)&normgen_rmsnorm_fwd_0a50db73b8fc_plain, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_01c77dbcd1e6, (const void*)&normgen_rmsnorm_fwd_01c77dbcd1e6_plain, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e006a2146ebe, (const void*)&normgen_rmsnorm_fwd_e006a2146ebe_plain, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_58367789cfcd, (const void*)&normgen_rmsnorm_fwd_58367789cfcd_plain, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6022c5efafb1, (const void*)&normgen_rmsnorm_fwd_6022c5efafb1_plain, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_722708241705, (const void*)&normgen_rmsnorm_fwd_722708241705_plain, 0, 128, 4, 128, 5, 2, 4, 0, 5120 },  // regs.t128.v4.tpr128.i5.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_3050102b8b77, (const void*)&normgen_rmsnorm_fwd_3050102b8b77_plain, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_57c976e640d2, (const void*)&normgen_rmsnorm_fwd_57c976e640d2_plain, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_fced526ee68f, (const void*)&normgen_rmsnorm_fwd_fced526ee68f_plain, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_3da9146d9d44, (const void*)&normgen_rmsnorm_fwd_3da9146d9d44_plain, 0, 512, 4, 512, 3, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_a93cd6abf6a7, (const void*)&normgen_rmsnorm_fwd_a93cd6abf6a7_plain, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_4324aa90b301, (const void*)&normgen_rmsnorm_fwd_4324aa90b301_plain, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_defce0ba5b61, (const void*)&normgen_rmsnorm_fwd_defce0ba5b61_plain, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3a4e10653247, (const void*)&normgen_rmsnorm_fwd_3a4e10653247_plain, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_81ff9238ee7a, (const void*)&normgen_rmsnorm_fwd_81ff9238ee7a_plain, 0, 512, 4, 512, 2, 2, 4, 0, 6144 },  // regs.t512.v4.tpr512.i2.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9046aa9c7db3, (const void*)&normgen_rmsnorm_fwd_9046aa9c7db3_plain, 0, 512, 4, 512, 2, 2, 4, 0, 6144 },  // regs.t512.v4.tpr512.i2.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b087ee589cae, (const void*)&normgen_rmsnorm_fwd_b087ee589cae_plain, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_663cb133262c, (const void*)&normgen_rmsnorm_fwd_663cb133262c_plain, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_d01d265df3b2, (const void*)&normgen_rmsnorm_fwd_d01d265df3b2_plain, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_16666419d478, (const void*)&normgen_rmsnorm_fwd_16666419d478_plain, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_b3455b44120f, (const void*)&normgen_rmsnorm_fwd_b3455b44120f_plain, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a32e693df333, (const void*)&normgen_rmsnorm_fwd_a32e693df333_plain, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_f436c3e80b39, (const void*)&normgen_rmsnorm_fwd_f436c3e80b39_plain, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_152834a43873, (const void*)&normgen_rmsnorm_fwd_152834a43873_plain, 0, 512, 4, 512, 2, 2, 4, 0, 7168 },  // regs.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8c66473c7f57, (const void*)&normgen_rmsnorm_fwd_8c66473c7f57_plain, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_6158806e5a18, (const void*)&normgen_rmsnorm_fwd_6158806e5a18_plain, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c8810ae2773b, (const void*)&normgen_rmsnorm_fwd_c8810ae2773b_plain, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_5288c39db551, (const void*)&normgen_rmsnorm_fwd_5288c39db551_plain, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_9307a8f46918, (const void*)&normgen_rmsnorm_fwd_9307a8f46918_plain, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_09ee23952868, (const void*)&normgen_rmsnorm_fwd_09ee23952868_plain, 0, 512, 4, 512, 1, 4, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_8e0e6b9927f6, (const void*)&normgen_rmsnorm_fwd_8e0e6b9927f6_plain, 1, 256, 4, 256, 8, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_3f24750220d7, (const void*)&normgen_rmsnorm_fwd_3f24750220d7_plain, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_51b0edae5f8e, (const void*)&normgen_rmsnorm_fwd_51b0edae5f8e_plain, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_093669d77a69, (const void*)&normgen_rmsnorm_fwd_093669d77a69_plain, 1, 256, 4, 256, 3, 4, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i3.c4.h12288
+  {(const void*)&normgen_rmsnorm_fwd_dece889e2f44, (const void*)&normgen_rmsnorm_fwd_dece889e2f44_plain, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_9e204beda60d, (const void*)&normgen_rmsnorm_fwd_9e204beda60d_plain, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_4c75a5b3a98c, (const void*)&normgen_rmsnorm_fwd_4c75a5b3a98c_plain, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_b7217b23828e, (const void*)&normgen_rmsnorm_fwd_b7217b23828e_plain, 0, 512, 4, 512, 3, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_b48c9ffc5432, (const void*)&normgen_rmsnorm_fwd_b48c9ffc5432_plain, 0, 512, 4, 512, 3, 2, 4, 0, 12288 },  // regs.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ab3a7d8cd79a, (const void*)&normgen_rmsnorm_fwd_ab3a7d8cd79a_plain, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_rmsnorm_fwd_a4281932fcfc, (const void*)&normgen_rmsnorm_fwd_a4281932fcfc_plain, 0, 512, 4, 512, 1, 8, 4, 0, 16384 },  // regs.t512.v4.tpr512.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_ff686e484b3f, (const void*)&normgen_rmsnorm_fwd_ff686e484b3f_plain, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_6837c622d5d0, (const void*)&normgen_rmsnorm_fwd_6837c622d5d0_plain, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f5fd26433823, (const void*)&normgen_rmsnorm_fwd_f5fd26433823_plain, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_6683c2afc870, (const void*)&normgen_rmsnorm_fwd_6683c2afc870_plain, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_c594249a5840, (const void*)&normgen_rmsnorm_fwd_c594249a5840_plain, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_533d9d305ea3, (const void*)&normgen_rmsnorm_fwd_533d9d305ea3_plain, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2dcab0545c6e, (const void*)&normgen_rmsnorm_fwd_2dcab0545c6e_plain, 0, 512, 4, 512, 2, 4, 4, 0, 16384 },  // regs.t512.v4.tpr512.i2.c4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_af8773ea08a6, (const void*)&normgen_rmsnorm_fwd_af8773ea08a6_plain, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_49d63000294b, (const void*)&normgen_rmsnorm_fwd_49d63000294b_plain, 0, 512, 4, 512, 1, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_1baca5178c8d, (const void*)&normgen_rmsnorm_fwd_1baca5178c8d_plain, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_17a883dc51ca, (const void*)&normgen_rmsnorm_fwd_17a883dc51ca_plain, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_cb388ba376c4, (const void*)&normgen_rmsnorm_fwd_cb388ba376c4_plain, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_e7c38d04cd31, (const void*)&normgen_rmsnorm_fwd_e7c38d04cd31_plain, 1, 512, 4, 512, 2, 8, 4, 0, 32768 },  // pipelined.t512.v4.tpr512.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5fb80a9f0143, (const void*)&normgen_rmsnorm_fwd_5fb80a9f0143_plain, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_7d1211b1f6c6, (const void*)&normgen_rmsnorm_fwd_7d1211b1f6c6_plain, 0, 512, 4, 512, 2, 8, 4, 0, 32768 },  // regs.t512.v4.tpr512.i2.c8.h32768
+  {(const void*)&normgen_rmsnorm_fwd_651dbe2cf580, (const void*)&normgen_rmsnorm_fwd_651dbe2cf580_plain, 0, 512, 4, 512, 2, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c8
+  {(const void*)&normgen_rmsnorm_fwd_113d1479370e, (const void*)&normgen_rmsnorm_fwd_113d1479370e_plain, 0, 256, 4, 256, 4, 8, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c8
+  {(const void*)&normgen_rmsnorm_fwd_958b3bf9e18b, (const void*)&normgen_rmsnorm_fwd_958b3bf9e18b_plain, 0, 512, 4, 512, 2, 16, 4, 0, 65536 },  // regs.t512.v4.tpr512.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_78e7832b12a3, (const void*)&normgen_rmsnorm_fwd_78e7832b12a3_plain, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_edefc4f46a17, (const void*)&normgen_rmsnorm_fwd_edefc4f46a17_plain, 4, 128, 4, 128, 8, 16, 4, 147456, 65536 },  // ring.t128.v4.tpr128.i8.c16.s4.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_ee4ba7b3ed18, (const void*)&normgen_rmsnorm_fwd_ee4ba7b3ed18_plain, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_5cc28fbf0cf9, (const void*)&normgen_rmsnorm_fwd_5cc28fbf0cf9_plain, 4, 256, 4, 256, 4, 16, 4, 114688, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_970381726e83, (const void*)&normgen_rmsnorm_fwd_970381726e83_plain, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_50410ef4bb6b, (const void*)&normgen_rmsnorm_fwd_50410ef4bb6b_plain, 4, 128, 4, 128, 8, 16, 4, 114688, 65536 },  // ring.t128.v4.tpr128.i8.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_c555ba1e9e4e, (const void*)&normgen_rmsnorm_fwd_c555ba1e9e4e_plain, 0, 1024, 4, 1024, 4, 4, 4, 0, 65536 },  // regs.t1024.v4.tpr1024.i4.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_51ed26456dec, (const void*)&normgen_rmsnorm_fwd_51ed26456dec_plain, 2, 1024, 4, 1024, 0, 4, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c4
+  {(const void*)&normgen_rmsnorm_fwd_f1e3877aa4ce, (const void*)&normgen_rmsnorm_fwd_f1e3877aa4ce_plain, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b3850c355a6f, (const void*)&normgen_rmsnorm_fwd_b3850c355a6f_plain, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_15827a670441, (const void*)&normgen_rmsnorm_fwd_15827a670441_plain, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7890e95c6629, (const void*)&normgen_rmsnorm_fwd_7890e95c6629_plain, 0, 256, 4, 256, 8, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_31c82034c048, (const void*)&normgen_rmsnorm_fwd_31c82034c048_plain, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -3382,9 +4301,10 @@ bool programmatic_launch_allowed() {
 }
 
 // Every kernel of the package starts with griddepcontrol.launch_dependents and
-// griddepcontrol.wait, so it may be launched to overlap the stream's previous kernel.
-cudaError_t launch(const void* kernel, int64_t grid, int threads, size_t smem, void* stream, void** args) {
-  if (programmatic_launch_allowed()) {
+// griddepcontrol.wait, so it may be launched to overlap the stream's previous kernel
+// (`programmatic`); a forward kernel's plain twin, which has no such prologue, never is.
+cudaError_t launch(const void* kernel, bool programmatic, int64_t grid, int threads, size_t smem, void* stream, void** args) {
+  if (programmatic) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -3443,6 +4363,10 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   const normgen_status s = check(d, &spec);
   if (s != NORMGEN_OK) return s;
   const Variant& v = kVariants[select_variant(*d, spec, current_table(), &path, &release_at)];
+  // Launched plainly (the setting off, or before sm90), the plain twin: the release and the
+  // wait would only cost time there (test/gpu/plain-twins.md).
+  const bool programmatic = programmatic_launch_allowed();
+  const void* kernel = programmatic ? v.kernel : v.plain_kernel;
   NormgenFwdParams p;
   memset(&p, 0, sizeof p);
   p.x = d->x; p.residual = d->residual; p.weight = d->weight; p.bias = d->bias;
@@ -3455,15 +4379,15 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   int64_t grid = (d->rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
   size_t smem = size_t(staged_bytes(v, d->hidden));
   if (v.storage == RING) smem = size_t(v.ring_bytes);
-  cudaError_t e = opt_in(v.kernel, smem, v.cluster);
+  cudaError_t e = opt_in(kernel, smem, v.cluster);
   if (e == cudaSuccess && (v.storage == PIPELINED || v.storage == RING)) {  // persistent: as many CTAs as fit at once
     int64_t cap = 0;
-    e = resident_ctas(v.kernel, v.threads, v.cluster, smem, &cap);
+    e = resident_ctas(kernel, v.threads, v.cluster, smem, &cap);
     if (cap > 0 && cap < grid) grid = cap;
   }
   if (e == cudaSuccess) {
     void* args[] = {&p};
-    e = launch(v.kernel, grid, v.threads, smem, d->stream, args);
+    e = launch(kernel, programmatic, grid, v.threads, smem, d->stream, args);
   }
   if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
   return NORMGEN_OK;
@@ -3708,8 +4632,9 @@ extern "C" normgen_status normgen_backward(const normgen_bwd_desc* d) {
   p.x_stride = d->x_stride; p.dy_stride = d->dy_stride; p.dresidual_stride = d->dresidual_stride; p.dx_stride = d->dx_stride;
   p.partial_rows = grid; p.eps = d->eps;
   void* args[] = {&p};
-  e = launch(v.kernel, grid, v.threads, smem, d->stream, args);
-  if (e == cudaSuccess && v.sums) e = launch(v.reduce, (d->hidden + 31) / 32, 256, 0, d->stream, args);
+  const bool programmatic = programmatic_launch_allowed();
+  e = launch(v.kernel, programmatic, grid, v.threads, smem, d->stream, args);
+  if (e == cudaSuccess && v.sums) e = launch(v.reduce, programmatic, (d->hidden + 31) / 32, 256, 0, d->stream, args);
   if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
   return NORMGEN_OK;
 }

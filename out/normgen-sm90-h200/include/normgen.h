@@ -59,7 +59,8 @@ const char* normgen_last_error(void);
 /* Programmatic dependent launch (sm90 and later): each kernel may start while the stream's
  * previous kernel drains, and waits for it to finish before touching memory. On unless the
  * environment sets NORMGEN_PDL=0; this call turns it on (1) or off (0) for the process and
- * returns the previous setting. Launches fall back to plain ones where CUDA refuses it. */
+ * returns the previous setting. Off, forward calls run each kernel's plain twin (the same
+ * kernel without the wait). Launches fall back to plain ones where CUDA refuses it. */
 int normgen_set_programmatic_launch(int enabled);
 
 /* Defined where the package has backward kernels (built from a backward tuning database). */

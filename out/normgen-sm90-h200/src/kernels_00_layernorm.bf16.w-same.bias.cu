@@ -1728,3 +1728,459 @@ normgen_layernorm_fwd_e242c4c315cb(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_layernorm_fwd_a68f4acf9201_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_5f042a3c882f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_layernorm_fwd_3ed58036bf52_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_d96d84db271f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_6c8929d0ae36_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 2, 1, 3, false, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_c93844dee154_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 16, 4, 1, 512>(p);
+  normgen::ring_kernel<Config, 512, 8, 16, 4, 1, 2, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_b9883d2bad3a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 8, 8, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 8, 8, 1, 3, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_20547f14aaca_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_440dfcc5ef69_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_6e16d329ed8e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_6f819abdebde_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_layernorm_fwd_0d77ee8ae32c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_0d0fbd4e0dc6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_5d1b9bfdebe8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_layernorm_fwd_7a7c3c9d3fc8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_a401dc07b436_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_a44130f649e5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 2, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 2, 1, 3, false, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 2)
+normgen_layernorm_fwd_b107a1deb10f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 16, 8, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 16, 8, 1, 3, true, false, true, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 16)
+normgen_layernorm_fwd_e01d55329a15_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_e00956e8a022_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_7006429b3f8d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_3d00ef626088_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_5f4041f0d4c8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_9626e1699137_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_da8fc714c1fd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_71a542626f6a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_0847fc905fee_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 2, true, false, true, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_231f16f93fac_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 16)
+normgen_layernorm_fwd_d4e03967a8d1_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_28bdf2560fce_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_56dedc50b97b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_e18440d81401_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_bf9f10499cde_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_394ed8ae246b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_6ee6bd0dc07b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 2560>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 2, true, false, false, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_9482150a0056_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 5, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_layernorm_fwd_03644b113189_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_layernorm_fwd_ed9bcbb2ce42_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_17f98bea4e9e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_9b0bf9593101_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_035152b75c9e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_87701b2f06ff_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_972d605c81b7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_6bb93c614661_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 2)
+normgen_layernorm_fwd_c9be64f6547d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 8, 1, 4096>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 8, 1, 3, true, false, true, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_34c545bec8a0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_838b55943b37_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_5b49685d73b3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_cc5bd0ee09a6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_f904f7435609_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_5fe9d23c0146_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, true, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_8b467992e9fb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_72a9c65b980f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_243d50fd1052_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 2, 6144>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_b5eb8f585abe_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_4121b6b79103_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_c260bc8b956e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_374ed7492908_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 3, 1, 6144>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 3, 1, 2, false, false, false, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_33bf004dca53_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 6, 1, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_189610f058ae_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_236845bc3174_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_9102fa4ce3fa_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_aed08f134e21_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 3)
+normgen_layernorm_fwd_8627c5ca6bce_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 3, true, false, true, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_layernorm_fwd_d6344be05bb3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 2)
+normgen_layernorm_fwd_6a2379796fc7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 8, 1, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_7972cd8c40e4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_1a21e5e3a36b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_0580f517725f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_layernorm_fwd_a3e9501bf767_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_20a90a08ebd9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_19abce4c652f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_9202cd703619_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 7)
+normgen_layernorm_fwd_8483577bc46a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_4cb7e6777be9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_8f57f586e902_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 2, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 2, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_decb4dd8b0ba_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_ab981da34f25_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_c9e90b3a4ee6_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_890475d326a3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_982e04ee35e5_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(64, 6)
+normgen_layernorm_fwd_0f00105733c6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 4, 16, 32768>(p);
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 16, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_da8926d7c038_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_layernorm_fwd_a46bffb51ace_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_c751fcc2016d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 2, 32768>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 2, 3, true, false, true, 32768>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_4f7f1ed2430c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 4, 1, 32768>(p);
+  normgen::ring_kernel<Config, 1024, 8, 1024, 4, 1, 2, false, false, false, 32768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_2e834c54e8b7_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 32768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_ba3b3ca7f448_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_68d2505cf08f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_e998b787d006_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_e02421ee889c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 8, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, false, true, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_7deea909d9a5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, true, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_faf54f5a3b74_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 4, 65536>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 4, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_98abb1496a64_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_8eff3cf9d95a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_56bc5654b943_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_1b2cbf704176_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 8, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_e90f2b08b303_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, true, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_d079e19b40bd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 8, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, false, true, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_68c08ec49889_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_e242c4c315cb_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

@@ -1592,3 +1592,425 @@ normgen_layernorm_fwd_51fcf9be0d78(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_layernorm_fwd_13bc755d6780_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_8ee58b8d653f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_dbbb203c6199_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_layernorm_fwd_df1fb0b8ba54_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_4dced097f096_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_3ca59262f993_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 2, 1, 3, false, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_45ef4754caf3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 16, 4, 1, 512>(p);
+  normgen::ring_kernel<Config, 256, 8, 16, 4, 1, 2, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_7e4f29c6e52c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 8, 8, 1, 512>(p);
+  normgen::ring_kernel<Config, 256, 8, 8, 8, 1, 3, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_fafad106c041_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_f4b0f6a75809_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_f6af90abe5a6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_layernorm_fwd_cdfa8de0bdd9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_8db00a82092e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_593259fb1c15_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_444ec064a71d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_1fae49067eff_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 2)
+normgen_layernorm_fwd_62b52d326906_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 16, 8, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 16, 8, 1, 3, true, false, true, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 16)
+normgen_layernorm_fwd_26338cad0ff2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_208c06988d67_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_a54497da1325_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_00d4101572ff_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_e103dd6bde77_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 6, 1, 3, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_c264a0b184da_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_d1785932d23e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_8843db3b9d6f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 1, 2048>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 2, 1, 2, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_a33c4f545e32_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 16)
+normgen_layernorm_fwd_3e40861828ef_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_bfbce396a83c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_5a1319b22109_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_47700304fabb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_8c4b4a8c0b99_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 5, 1, 2560>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 5, 1, 2, true, false, true, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 14)
+normgen_layernorm_fwd_431757826316_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 14)
+normgen_layernorm_fwd_4a6d7d44c770_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 5, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_layernorm_fwd_afcc5455008d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_745811288d98_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_f1b884d994ea_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_45cc3664b77c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_41b50f8e55b3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_c922cd1c6b98_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 2)
+normgen_layernorm_fwd_c3bcfae5d067_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 8, 1, 4096>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 8, 1, 3, true, false, true, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_ed31c175c7cd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_421fd345f19b_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 128, 8, 128, 0, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_aed875321c8c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_5aacfb8942c3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_7e10a774e447_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_1bf736a92d14_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, true, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_b778d3b10de2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_layernorm_fwd_6cee2c7732be_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 5, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_9040867c929b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 6144>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_8e3db7444fc0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_2785b2ed244e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 3, 1, 6144>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 3, 1, 2, false, false, false, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_43eb0bb29ec5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 6, 1, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_95c1581e4c14_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 7168>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_9a586a1e9384_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_a06c7ae9e07a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_90706a9b4ed4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 3)
+normgen_layernorm_fwd_e276c4ca319d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 3, true, false, true, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_layernorm_fwd_700f7d75dbf5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 7, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_layernorm_fwd_f3d5565289b0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_0776ca6dca26_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_f9e2647dfb44_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 8192>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 2, 3, true, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_eabea2a6fc46_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_16753eb26252_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_e0a7a4e71c55_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_f0cc42fe66d7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 3, 2, 12288>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 2, 12288, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_d6ed2dbbefe7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_d51fbf52b132_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_ec50d31d84b8_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 128, 8, 128, 0, 1, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 7)
+normgen_layernorm_fwd_f2c77946e214_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_180eaef8cefd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_a196baa28d77_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 2, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 2, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_b8a5a93ee500_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_5a40a124ddfd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_40eb2add3315_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_460bbe5c1d42_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 128, 0, 1, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_bdbfe832431f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_80cd3e628ad7_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_488f730bcdbb_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 32768>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_layernorm_fwd_642f203303b4_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_fec674f000a5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_layernorm_fwd_6060668d1b4b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 1024, 8, 1024, 4, 1, 32768>(p);
+  normgen::ring_kernel<Config, 1024, 8, 1024, 4, 1, 2, false, false, false, 32768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_052032c7ca93_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_6deccc116ca4_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_cdd427168c19_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_6ef3355e9a0f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 8, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, false, true, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_5682468124d6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 8, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 8, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_8e08090ea67f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 65536>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_19c79538cb79_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_29c0fc7b75f5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_e0745c289281_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, false, true, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_8142430ea903_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 131072>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_b50cfd5cff14_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 8, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_51fcf9be0d78_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

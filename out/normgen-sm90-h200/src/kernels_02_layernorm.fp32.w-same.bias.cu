@@ -1678,3 +1678,463 @@ normgen_layernorm_fwd_405aac1bd25a(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_layernorm_fwd_3e39e43f65bc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 4, 64, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_7ebda106881f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 16)
+normgen_layernorm_fwd_2be97c43ab91_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 4, 32, 4, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_8da77fc4e66b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 1, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_44c636a04602_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 32, 4, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 32, 4, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_6df797857afa_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 64, 2, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 64, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_661fb65d60cd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 64, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_1942b36b191f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 64, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_09f7c0b1c850_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_layernorm_fwd_1f4a1a7a540a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 4, 64, 3, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_3f36f5ece5de_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 2, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_08b756866831_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 64, 3, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 64, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_27039e2b6940_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 64, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 64, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_764204d093e4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_43339e4bfc3c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_layernorm_fwd_685f8619a35b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 2, 1, 1024>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_339cb03c1e94_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 64, 4, 1, 1024>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 64, 4, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_5aefb85ca88c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_6f84f5e4979e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_layernorm_fwd_f6961df3e816_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_03a8f5f9e08c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 3, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_5737cf22e253_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 8)
+normgen_layernorm_fwd_f0ad96ef75fe_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 4, 64, 6, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 64, 4, 64, 6, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_2662af59b350_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_layernorm_fwd_8aeb29b59563_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_eda2d70631a3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 64, 6, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 64, 6, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_43cc12dc90aa_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_layernorm_fwd_214d1715c920_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_layernorm_fwd_6a5918feca3e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_1367441f754c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 1, 2048>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_7e95018b613d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_layernorm_fwd_5350f699fdfa_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_layernorm_fwd_9c390a9b520e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 5, 1, 2560>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 5, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_2024ecb82c76_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_723e017067c1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_0f08e5b78caf_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_5de4a03b5b2e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 1, 3072>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_layernorm_fwd_0f63a5b35199_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 6, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_bfe2d5b6826b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 6, 1, 3072>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 6, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_32e154e55f4d_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 3072>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_layernorm_fwd_abe3a8c43917_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 2, 4096>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 2, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_layernorm_fwd_0b102b93cb95_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_f89a1d18783a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 2, 4096>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 2, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_ff040db758d2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_layernorm_fwd_fabf586f682b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_1f4d91d00bda_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_d3bb74a19a35_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 5, 2, 5120>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 5, 2, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_ceb4f7e13e13_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 5, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_8c74576aa22d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 5120>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_9f70fb90171f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 3)
+normgen_layernorm_fwd_edef09bbaa26_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 2, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_81d4c6670cd2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_b96ca6f95ca5_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 256, 0, 1, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_b615a5efa53f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 6144>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 2, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_7043ff430936_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_d41bd8b48f91_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 1, 6144>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_7a5f953de142_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_180a5e106294_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_f99f1fbc9cfd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 2, 7168>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 2, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_02861f8d92d8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_69697742dab9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 7168>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_d7f579e02115_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_3bb4d906941d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_b76f475211b5_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_layernorm_fwd_253c3961a5d7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_layernorm_fwd_8e62a9f02584_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 7)
+normgen_layernorm_fwd_bb3818ac7ebc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_e952961eae51_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 2, 8192>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 2, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_layernorm_fwd_c98cb20f28b5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_65b42797e6e0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 1, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_a1570eb62de4_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 3)
+normgen_layernorm_fwd_27ac1f88f818_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 6, 4, 12288>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 6, 4, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_layernorm_fwd_19d4cda99211_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 12, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_b6824aee5df8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 4, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_adf306c07650_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 2, 12288>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 2, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_3d087be1a021_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 2, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_e59f93c2f4c7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 6, 1, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_layernorm_fwd_008e2edd04eb_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 5)
+normgen_layernorm_fwd_891583c01d5d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_layernorm_fwd_67416ae122b6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 16, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_e01e374df547_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 8, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 8, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_4974ac9c4125_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 2, 16384>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 2, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_layernorm_fwd_bb72ae9322ef_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 2, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_14ca78aa0274_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 8, 1, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_layernorm_fwd_fd6b434fe33e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 4)
+normgen_layernorm_fwd_23f4b33660c0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_layernorm_fwd_4d8dfffb6b69_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_b748d89d5fca_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 8, 32768>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 8, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_90aea131716f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 0, 4, 32768>(p);
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 4, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_a881488ebc06_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_layernorm_fwd_766748cb9ce9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_e1e659616d24_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 16, 65536>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 2)
+normgen_layernorm_fwd_9689370caaf1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 8, 16, 65536>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 8, 16, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_421fa6396dbd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 8, 65536>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 8, 8, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_f46945d21b07_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_69ef554da70f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 16, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 1)
+normgen_layernorm_fwd_624171760dda_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_layernorm_fwd_74a433e6991b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 8, 16, 4, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_layernorm_fwd_405aac1bd25a_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

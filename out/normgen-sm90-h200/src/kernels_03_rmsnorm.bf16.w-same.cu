@@ -2056,3 +2056,553 @@ normgen_rmsnorm_fwd_7c9298cb6553(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_5960bccfe24f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_6085e422a39c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 12)
+normgen_rmsnorm_fwd_f364bbb4ea69_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 16, 4, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_04c926b3fd41_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_ad260471e8e9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_141304f399df_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 1, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 1, 1, 2, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_f87acb49558c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 32, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_c87b202dfc6d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 16, 4, 1, 512>(p);
+  normgen::ring_kernel<Config, 512, 8, 16, 4, 1, 2, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_a216133c887e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 8, 8, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 8, 8, 1, 3, true, false, true, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_ab4b794e5c56_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_1a7dfbef6a80_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_rmsnorm_fwd_466dcfb32b0a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_11e59bcd15c3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_a6f9463300eb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_cf195247244c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_aa5777fee401_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 16, 6, 1, 768>(p);
+  normgen::ring_kernel<Config, 256, 8, 16, 6, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_e70e1a7d6991_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 32, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_38eb0e74a7a3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 12)
+normgen_rmsnorm_fwd_84241283c585_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_17db49285b45_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_b679f4cc304c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 1, 1, 1024>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 1, 1, 2, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_387f6becbb75_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 4, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_35650aed4a4d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_563446275f53_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_7d11a27f6fcc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_97bd86cd6d5f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_518116dca35d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_21f13c203dec_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 512, 8, 32, 6, 1, 2, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_b030c597dee5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 20)
+normgen_rmsnorm_fwd_483bfbc219da_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_ef17e5df27c8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_8422b780ecae_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_10a59cc658cc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_8f3570eae18f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 1, 1, 2048>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 1, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_08ac0f637932_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 8, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_d6e71d66e067_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_f4e0ee9e6a51_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_957ad921ffde_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_0a6399c10828_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_e4df3eda8fd6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_a23e8a109351_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_c5c350644339_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_5554470e2ee4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_75410989f039_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 3, 1, 2560>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 3, 1, 2, true, false, false, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_6dc642e44c3f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 5, 1, 2560>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 5, 1, 3, true, false, false, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_f4e7d72ecd5c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_7c611ac01e0e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_4eafec7bffd2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_0e8912cab45d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_52631f05e016_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_e1432ba61f5f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 6, 1, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 6, 1, 3, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_b10a777438b7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_e3c4dd569381_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_28eab34d9ac0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_9b2bf4c9fd7e_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_b645e666d06f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 1, 3, true, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_c40cc5936212_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_265623d29c1d_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_37415c4f9990_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_577a34400fba_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_352ace211274_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_c8a573cda1b5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_cc560f456412_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_d758a4a78dcc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, false, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_c74e1edd32b7_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 8)
+normgen_rmsnorm_fwd_dd2ad0aa73f0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 2, 6144>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_41c22f94c066_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_e991264d2307_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_586ef67f83f0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 1, 3, true, false, false, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_0ffae29bbe56_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_b4412a3c0192_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_7c65c9faae43_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 2, 7168>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 2, 7168, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_d9bdb2253b4c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_d52b91a00e0b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_abcb4950ec71_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_19c927fb2209_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_bc5f4ed2397b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 2, true, false, false, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_b743f422fc14_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_9d64131f278e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_e231013fdc1e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_98f5798eda36_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_61cd6fc8e52d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_9e7653b9e3e5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 0>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_74ace3e1043c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 1, 8192>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 1, 3, true, false, true, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_a8cd71a67d49_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_327298b0db7c_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 8)
+normgen_rmsnorm_fwd_1f360591ade2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_3d13cc65fd4c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_31924ab6d909_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_da57e4cc0260_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 3, 1, 12288>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 3, 1, 3, true, false, false, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_20b9a5acad0d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_9a0684cd8ef7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_6739b7ae0ed6_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 6, 1, 12288>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 6, 1, 2, false, false, false, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_850b83443ecf_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_f0bc4deee45c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_056d45d61436_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_b3be17cd74bd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 4, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 3)
+normgen_rmsnorm_fwd_5c5c5571cd2f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_8d1d8987dd8a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 16384>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 1, 3, false, false, false, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_6413b7b5efc9_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_05778eb2d832_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_519adb45e0dd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_4818a40deeab_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 32768>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 3)
+normgen_rmsnorm_fwd_dbd90c848693_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 4, 32768>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 4, 3, true, false, true, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_2aa31534f975_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 0>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 2, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_2176d4dd3f3c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_8c0ae173fae5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 32768>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 32768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_4ed63137b81e_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_8cbc43791055_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_34cfeaa0a1e7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_ce7dabd04cc3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_b09ad4f2c218_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_59b92a6bad7d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_927f670086f5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_dc4650d5dd73_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_d222218f5025_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 16, 0>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_54fb493aae95_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_6dec22fdda8a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_4199efeac4b7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 8, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_d5502bbdba21_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 131072>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 131072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_7c9298cb6553_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

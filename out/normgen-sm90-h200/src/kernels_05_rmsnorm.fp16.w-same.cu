@@ -1967,3 +1967,528 @@ normgen_rmsnorm_fwd_2fb348076439(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(64, 32)
+normgen_rmsnorm_fwd_594a2e2db5eb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_5f0c9ff2d1e4_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_db924bfa6fe3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 12)
+normgen_rmsnorm_fwd_733017b6be3f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 16, 4, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_ce4a89ed526c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 2, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 2, 1, 2, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_99d80cd03eff_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 32, 2, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_461e980c90d2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 16, 4, 1, 512>(p);
+  normgen::ring_kernel<Config, 256, 8, 16, 4, 1, 2, true, false, false, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_ddbcc50dfb0d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 8, 8, 1, 512>(p);
+  normgen::ring_kernel<Config, 128, 8, 8, 8, 1, 3, true, false, true, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 24)
+normgen_rmsnorm_fwd_1ec88485416e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 64, 2, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 18)
+normgen_rmsnorm_fwd_42984226f239_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 3, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_147ad5bcb72c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_b4b56a4227cb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 32, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_4160e4444aaf_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 3, 1, 768>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 3, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_690f78382367_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 16, 6, 1, 768>(p);
+  normgen::ring_kernel<Config, 256, 8, 16, 6, 1, 3, true, false, false, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_3455bd697ce6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 12)
+normgen_rmsnorm_fwd_b1fc5bf75042_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 8, 32, 4, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_135be09b85b9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 1, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_9174af25c315_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 32, 4, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_3ae8c0441d77_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 4, 1, 1024>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 4, 1, 3, true, false, false, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_4bfa613b3eeb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_c14d433f7b99_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_ad4a9be0dece_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_461a75bec8f9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_fd0aef028469_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_cd6bc8abe973_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 64, 3, 1, 1536>(p);
+  normgen::ring_kernel<Config, 128, 8, 64, 3, 1, 2, true, false, false, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_b79185b4a82d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 32, 6, 1, 1536>(p);
+  normgen::ring_kernel<Config, 256, 8, 32, 6, 1, 3, true, false, true, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_29f2f7f369cb_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_40351dba13f6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 64, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_34133ec4d015_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_0a14f294a2cd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_bad156744178_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_6689a37d0d19_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 1, 1, 2048>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 1, 1, 3, true, false, false, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_fa0015b06e4b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 32, 8, 1, 2048>(p);
+  normgen::ring_kernel<Config, 128, 8, 32, 8, 1, 3, true, false, true, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_c6c75e9ecdff_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_45370d1601f3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_3d91dd4109f6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_0b9ea3c8eefc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_947f2e96745b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_9539f49a80bf_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_993c3edb4185_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 128, 3, 1, 2560>(p);
+  normgen::ring_kernel<Config, 512, 8, 128, 3, 1, 2, true, false, false, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_e00cba3cfa70_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 128, 3, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_3e8e8b2dabf7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_d886b5d0fd3d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 3072, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_6e3c9eb230b7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_aae6a7c5b474_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 1, 3072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 3, 1, 3, true, false, false, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_8c44a029c5c1_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_8be426d5a80b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_3c2a9b10b05f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_31784827c183_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 1, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_7309ff8aacfa_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 1, 4096>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 1, 3, true, false, false, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_9366669aab28_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_3b2160f1252f_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_3241740ddec0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_6081142b0a32_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 1)
+normgen_rmsnorm_fwd_9693527c284b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 1024, 8, 1024, 1, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_920ff1ce1de5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_c4883add768e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_8f50d07b412f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 5, 1, 5120>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 5, 1, 3, true, false, false, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_c40d51dff675_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_1c40945248f3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 2, 6144>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 2, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_02167b0f5c60_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 6144, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_a050ad043445_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_75183531738a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 1, 6144>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 1, 3, true, false, true, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_7d125425a67c_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_36f7b9157dd2_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 6144>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_67733f76ba7e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 2, 7168>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 2, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_5055ce1d3e59_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_d77d6e4aebea_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_76bbb88322cd_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 512, 8, 512, 0, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_789b0c444a22_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 7, 1, 7168>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 7, 1, 3, true, false, true, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_e9ceff0055db_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_6232fc2fe3c7_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_e46df98cb93c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(64, 10)
+normgen_rmsnorm_fwd_dc5b5a457a45_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 8, 64, 4, 4, 8192>(p);
+  normgen::regs_kernel<Config, 64, 8, 64, 4, 4, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_e5ec4bb1a1dc_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 1, 8192, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_568053e90f68_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 1, 8192>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 2, 1, 3, false, false, false, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_04b0f662a8cd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 1, 8192>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 1, 3, true, false, true, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_c836628c4d3d_plain(const NormgenFwdParams p) {
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 1, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_b1d8bde8bd52_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 256, 0, 1, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_9a2edaa3baaa_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_9505145a6b5d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_6035a1e7dd87_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 3, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_0770ec5ec8cd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_70a7270d47f9_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 3, 1, 12288, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 4)
+normgen_rmsnorm_fwd_22c24eba0ea8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 6, 2, 12288>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 6, 2, 3, true, false, true, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_c03e8f08925d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 256, 6, 1, 12288>(p);
+  normgen::ring_kernel<Config, 512, 8, 256, 6, 1, 2, false, false, false, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_c9c95c572115_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 12288>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_78eb06c74c65_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 8, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_0333ba8d0b3a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 8, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_cba30dc30e4d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 8, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_3a3717ae82fc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 4, 16384>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 4, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 3)
+normgen_rmsnorm_fwd_db5895504054_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 2, 16384>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 2, 3, true, false, true, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_2e7e3073ee6d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 1, 16384>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 1, 3, false, false, false, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_6e759c9d1509_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 8, 512, 0, 1, 16384>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_ca3df4c73350_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 8, 512, 4, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_711e5b95ce13_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_92b8fede0fbd_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 8, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_921d6b9ed6c9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 8, 32768>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 8, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_d7ab737869e7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 1, 16, 0>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 1, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 3)
+normgen_rmsnorm_fwd_8ec3868668b3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 4, 32768>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 4, 3, true, false, true, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_453a18bff4f5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 4, 2, 32768>(p);
+  normgen::ring_kernel<Config, 512, 8, 512, 4, 2, 3, true, false, false, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_390efcdecc4d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 32768>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_e71979bea952_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_a9691179a947_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 8, 128, 4, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_0383e24db9d2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 2, 16, 65536>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 2, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_e515a0114aa5_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_9f5ded37ef4e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 4, 16, 3, true, true, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_281feed33739_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 65536>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_b0b337530fc8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_152639f99d5b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 8, 256, 4, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_0263796151ed_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 8, 512, 2, 16, 131072>(p);
+  normgen::regs_kernel<Config, 512, 8, 512, 2, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_c535f95f7460_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 4, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 4, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_66d926a33d2d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 8, 128, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 128, 8, 128, 8, 16, 3, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_b6d9894ee204_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 8, 8, 131072>(p);
+  normgen::ring_kernel<Config, 256, 8, 256, 8, 8, 3, true, true, false, 131072>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_b66bc90ce2bc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 8, 256, 0, 4, 131072>(p);
+  normgen::smem_kernel<Config, 256, 8, 256, 0, 4, 131072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_2fb348076439_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

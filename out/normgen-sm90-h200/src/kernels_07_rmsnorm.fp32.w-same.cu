@@ -2088,3 +2088,580 @@ normgen_rmsnorm_fwd_e330942e14e5(const NormgenFwdParams p) {
   if (p.release_at == 1) normgen::release_dependents();
   normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
 }
+
+// Plain twins (appended by normgen build): each kernel above without its programmatic-launch
+// prologue (the release of the next grid, griddepcontrol.wait and, but in persistent and
+// cluster kernels, the L2 prefetch of its first rows), which only costs time where the kernel
+// is launched plainly: compiled without it, kernels launched plainly took up to 4.6% less time
+// (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
+// first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
+// bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
+// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
+// would not wait for the grid before it.
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_0fb6ede1c44c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_62b5216c9e5f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 20)
+normgen_rmsnorm_fwd_a93bfaeb2216_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 4, 32, 4, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_66a40f6985a0_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 64, 2, 1, 512, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_e96251357f22_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 1, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 1, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_d4ae0a6bebe3_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 32, 4, 1, 512>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 32, 4, 1, 512>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_7b42a9a06581_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 128, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_d1dda022b52f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 64, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_30770dccc046_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 64, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_0100376eb86d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(64, 16)
+normgen_rmsnorm_fwd_50a1f1662c05_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 64, 4, 32, 6, 1, 768, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 12)
+normgen_rmsnorm_fwd_8b5b1308d93a_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_a8e585e6ef34_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 2, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_cc52e3c727bc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 32, 6, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 32, 6, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_e8731decd483_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 128, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_24ca0d524cb0_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 64, 3, 1, 768>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 64, 3, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_cb0ca5e3cb61_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 64, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 64, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_0317be3913e3_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 128, 2, 1, 768>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_88aee535a900_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 1024, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_77618ff7ffbf_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 2, 1, 1024>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 2, 1, 1024>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_f5cee522c96c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 128, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 128, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 16)
+normgen_rmsnorm_fwd_c8f7e90cfde7_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_791af3ce0030_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 1536, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_f539835b5c1b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 10)
+normgen_rmsnorm_fwd_4954f8b834fd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 3, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_6a45afcb7ec9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 1, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_67e3a5f02c64_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_79d97ab863b2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 128, 3, 1, 1536>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 128, 3, 1, 1536>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_70c040fd8850_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 128, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 128, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_048f4cf1d5f8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_02401fcf5216_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_c3f3b031ecbd_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_c00875f44856_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 256, 2, 1, 2048>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 256, 2, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_dec58593ee7a_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 2048>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_7255d32f577d_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 2560, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_75fb4489c152_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 8)
+normgen_rmsnorm_fwd_2d32a66cb85e_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 5, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_7e54f7a649ac_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 2560>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_ef076f9a718c_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_4b3591bae9ab_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 1, 2560>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_5e8a375f9392_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 5, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 5, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_600eb2df9c8b_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 2560>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_6b088f98245c_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_4ee059621bb9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 1, 3072>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 3, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 7)
+normgen_rmsnorm_fwd_e39e7d5dadd5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 128, 4, 128, 6, 1, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_98a5f22a7aea_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 3072>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_c774a7a3ecec_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_4ff338b71780_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 6, 1, 3072>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 6, 1, 3072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_d72ecfd1565c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 128, 6, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 128, 6, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_e3b43501e105_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 4, 256, 0, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_a74760f3b4c2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 4096, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_3a24f64e7633_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_d075ff0bae99_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 1, 4096>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 1, 4096>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_0f693c91ee40_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 4096>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 1, 4096>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_6f41b05158dd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 5120>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 5120, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 8)
+normgen_rmsnorm_fwd_6a409f24bcc2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 5, 2, 0>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 5, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_74581943cca9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 5, 1, 5120>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 5, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_1e4b6220a735_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_ef708283f7b4_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 5, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 5, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_e20753c392da_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 5120>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_ae088d31388b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 5120>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_610d7522a01b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 5, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_83b5f49242c7_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 5120>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_d7f6b99dbfe8_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 6144>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 6144, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_81f2f8bc8bfc_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 2, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_782e3304543a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 1, 6144>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_9475e52ab2c2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 1, 6144>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_7e505ab49f1f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_ceadf8029243_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_0aa337f223c8_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 3, 1, 6144>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_11c77084cee9_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_8ff2fb3aa73c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 7, 2, 7168>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 7, 2, 7168, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_ed357d8f9730_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 2, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 4, 2, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_3f06f503b37d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 2, 7168>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 2, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_eb0af0bab249_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_f8d1f5db19c7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 7, 1, 7168>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 7, 1, 7168>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_a2f3a0fdc816_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 7, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_48237df52464_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 7, 1, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 7, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 4)
+normgen_rmsnorm_fwd_f56aa16b2cc2_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 7168>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 8)
+normgen_rmsnorm_fwd_8ad4801a1d25_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 4, 8192>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 8192, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_eb961f81436b_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_77c9fc6b34ec_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_ada12100ef4f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 4, 8192>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 4, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_6477fb0607c5_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_18954f2d099f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 1, 8192>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 8, 1, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_a49df9f36afe_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 1, 8192>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_4a63ba5174b3_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 512, 4, 512, 0, 1, 8192>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_35ad7816e261_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 4, 12288>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 12288, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_eb721d90a124_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 3, 4, 0>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 3, 4, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_fb1b3e21b5d2_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 6, 4, 0>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 6, 4, 0, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_5d4a2400330f_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 6, 1, 12288, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_8d153224fd2f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 3, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 3, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_21ff07caaef7_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 6, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 6, 2, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_e0d7ea95c891_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 6, 1, 12288>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_eb3769dd4a1b_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 6, 1, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(1024, 2)
+normgen_rmsnorm_fwd_757b6eb52d41_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 1024, 4, 1024, 0, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_411757daf49d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 8, 16384, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_a3f2c71d6c91_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 256, 4, 256, 16, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(64, 10)
+normgen_rmsnorm_fwd_9f98a2ec790a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 64, 4, 64, 8, 8, 16384>(p);
+  normgen::regs_kernel<Config, 64, 4, 64, 8, 8, 16384, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_0a1b1dea1723_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 8, 16384>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 8, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_32533d5a5ecd_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 8, 0>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 1, 8, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_cbf14edaa0ff_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 2, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 2, 0>(p);
+}
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_fda46310eda2_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 8, 1, 16384>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_42439c2272f9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 16, 32768>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 2, 16, 32768, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_33081ebcc5ed_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 16, 0>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_d935ff426d57_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 16, 32768>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 16, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 4)
+normgen_rmsnorm_fwd_6db506a2ba8c_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 2, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 2, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 6)
+normgen_rmsnorm_fwd_7f9d5224299f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 128, 4, 128, 4, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_a71d75438c3d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 0, 4, 32768>(p);
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 4, 32768>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 3)
+normgen_rmsnorm_fwd_4ad2f43f268f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 0, 4, 0>(p);
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 4, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 6)
+normgen_rmsnorm_fwd_5493d8e296d4_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 0, 2, 0>(p);
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 2, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_7a047a337f8d_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 8, 16, 65536>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 8, 16, 65536, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_79385a139c1f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 2, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(128, 5)
+normgen_rmsnorm_fwd_362ac14b561f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 8, 16, 0>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 8, 16, 0, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_80f0591b0a29_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 16, 65536>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 4, 16, 3, true, false, false, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 3)
+normgen_rmsnorm_fwd_5ab1a92d5d0f_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 256, 4, 256, 4, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_5c1b832c19b1_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 0, 4, 65536>(p);
+  normgen::smem_kernel<Config, 512, 4, 512, 0, 4, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(256, 5)
+normgen_rmsnorm_fwd_124fe01461ec_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 0, 4, 65536>(p);
+  normgen::smem_kernel<Config, 256, 4, 256, 0, 4, 65536>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_21210842394e_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::regs_kernel<Config, 256, 4, 256, 8, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_d1750b6682d9_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 16, 131072>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 4, 16, 131072, true>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_af5f4174dd3a_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 4, 16, 0>(p);
+  normgen::pipelined_kernel<Config, 512, 4, 512, 4, 16, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(16, 1, 1) __launch_bounds__(256, 2)
+normgen_rmsnorm_fwd_72cfb91d6a27_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 16, 131072>(p);
+  normgen::ring_kernel<Config, 256, 4, 256, 8, 16, 3, true, false, false, 131072>(p);
+}
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_e330942e14e5_plain(const NormgenFwdParams p) {
+  normgen::reload_kernel<Config, 256, 1, 256, 0, 1, 0>(p);
+}

@@ -10,948 +10,1891 @@
 #include "normgen_params.h"
 
 extern "C" __global__ void normgen_layernorm_fwd_a68f4acf9201(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a68f4acf9201_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f042a3c882f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f042a3c882f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ed58036bf52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ed58036bf52_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d96d84db271f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d96d84db271f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6c8929d0ae36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6c8929d0ae36_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c93844dee154(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c93844dee154_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b9883d2bad3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b9883d2bad3a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_20547f14aaca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20547f14aaca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_440dfcc5ef69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_440dfcc5ef69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6e16d329ed8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6e16d329ed8e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f819abdebde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f819abdebde_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0d77ee8ae32c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d77ee8ae32c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0d0fbd4e0dc6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0d0fbd4e0dc6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5d1b9bfdebe8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5d1b9bfdebe8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a7c3c9d3fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a7c3c9d3fc8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a401dc07b436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a401dc07b436_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a44130f649e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a44130f649e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b107a1deb10f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b107a1deb10f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e01d55329a15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e01d55329a15_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e00956e8a022(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e00956e8a022_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7006429b3f8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7006429b3f8d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3d00ef626088(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d00ef626088_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5f4041f0d4c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5f4041f0d4c8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9626e1699137(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9626e1699137_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da8fc714c1fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da8fc714c1fd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_71a542626f6a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_71a542626f6a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0847fc905fee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0847fc905fee_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_231f16f93fac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_231f16f93fac_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d4e03967a8d1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d4e03967a8d1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_28bdf2560fce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_28bdf2560fce_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56dedc50b97b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56dedc50b97b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e18440d81401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e18440d81401_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bf9f10499cde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bf9f10499cde_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_394ed8ae246b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_394ed8ae246b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6ee6bd0dc07b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ee6bd0dc07b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9482150a0056(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9482150a0056_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_03644b113189(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03644b113189_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ed9bcbb2ce42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed9bcbb2ce42_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_17f98bea4e9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_17f98bea4e9e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9b0bf9593101(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9b0bf9593101_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_035152b75c9e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_035152b75c9e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_87701b2f06ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_87701b2f06ff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_972d605c81b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_972d605c81b7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6bb93c614661(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6bb93c614661_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9be64f6547d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9be64f6547d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_34c545bec8a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_34c545bec8a0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_838b55943b37(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_838b55943b37_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5b49685d73b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5b49685d73b3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cc5bd0ee09a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cc5bd0ee09a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f904f7435609(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f904f7435609_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5fe9d23c0146(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5fe9d23c0146_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8b467992e9fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8b467992e9fb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_72a9c65b980f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_72a9c65b980f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_243d50fd1052(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_243d50fd1052_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b5eb8f585abe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b5eb8f585abe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4121b6b79103(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4121b6b79103_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c260bc8b956e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c260bc8b956e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_374ed7492908(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_374ed7492908_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_33bf004dca53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_33bf004dca53_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_189610f058ae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_189610f058ae_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_236845bc3174(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_236845bc3174_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9102fa4ce3fa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9102fa4ce3fa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aed08f134e21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aed08f134e21_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8627c5ca6bce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8627c5ca6bce_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d6344be05bb3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6344be05bb3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6a2379796fc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a2379796fc7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7972cd8c40e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7972cd8c40e4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1a21e5e3a36b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1a21e5e3a36b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0580f517725f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0580f517725f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a3e9501bf767(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a3e9501bf767_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_20a90a08ebd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_20a90a08ebd9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_19abce4c652f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19abce4c652f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9202cd703619(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9202cd703619_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8483577bc46a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8483577bc46a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4cb7e6777be9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4cb7e6777be9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8f57f586e902(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8f57f586e902_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_decb4dd8b0ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_decb4dd8b0ba_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ab981da34f25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ab981da34f25_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c9e90b3a4ee6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c9e90b3a4ee6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_890475d326a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_890475d326a3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_982e04ee35e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_982e04ee35e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f00105733c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f00105733c6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_da8926d7c038(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_da8926d7c038_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a46bffb51ace(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a46bffb51ace_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c751fcc2016d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c751fcc2016d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4f7f1ed2430c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4f7f1ed2430c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2e834c54e8b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2e834c54e8b7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ba3b3ca7f448(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ba3b3ca7f448_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_68d2505cf08f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68d2505cf08f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e998b787d006(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e998b787d006_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e02421ee889c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e02421ee889c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7deea909d9a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7deea909d9a5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_faf54f5a3b74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_faf54f5a3b74_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_98abb1496a64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_98abb1496a64_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8eff3cf9d95a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8eff3cf9d95a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_56bc5654b943(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_56bc5654b943_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1b2cbf704176(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1b2cbf704176_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e90f2b08b303(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e90f2b08b303_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d079e19b40bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d079e19b40bd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_68c08ec49889(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_68c08ec49889_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e242c4c315cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e242c4c315cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_13bc755d6780(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_13bc755d6780_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8ee58b8d653f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8ee58b8d653f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_dbbb203c6199(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_dbbb203c6199_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_df1fb0b8ba54(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_df1fb0b8ba54_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4dced097f096(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4dced097f096_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3ca59262f993(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3ca59262f993_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_45ef4754caf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45ef4754caf3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7e4f29c6e52c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e4f29c6e52c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fafad106c041(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fafad106c041_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f4b0f6a75809(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f4b0f6a75809_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f6af90abe5a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6af90abe5a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cdfa8de0bdd9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdfa8de0bdd9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8db00a82092e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8db00a82092e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_593259fb1c15(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_593259fb1c15_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_444ec064a71d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_444ec064a71d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1fae49067eff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1fae49067eff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_62b52d326906(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_62b52d326906_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_26338cad0ff2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_26338cad0ff2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_208c06988d67(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_208c06988d67_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a54497da1325(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a54497da1325_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_00d4101572ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_00d4101572ff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e103dd6bde77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e103dd6bde77_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c264a0b184da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c264a0b184da_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d1785932d23e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d1785932d23e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8843db3b9d6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8843db3b9d6f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a33c4f545e32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a33c4f545e32_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3e40861828ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e40861828ef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bfbce396a83c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfbce396a83c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a1319b22109(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a1319b22109_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_47700304fabb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_47700304fabb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8c4b4a8c0b99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c4b4a8c0b99_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_431757826316(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_431757826316_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4a6d7d44c770(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4a6d7d44c770_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_afcc5455008d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_afcc5455008d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_745811288d98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_745811288d98_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f1b884d994ea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f1b884d994ea_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_45cc3664b77c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_45cc3664b77c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_41b50f8e55b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_41b50f8e55b3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c922cd1c6b98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c922cd1c6b98_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c3bcfae5d067(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c3bcfae5d067_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ed31c175c7cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ed31c175c7cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_421fd345f19b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_421fd345f19b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_aed875321c8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_aed875321c8c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5aacfb8942c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5aacfb8942c3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7e10a774e447(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e10a774e447_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1bf736a92d14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1bf736a92d14_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b778d3b10de2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b778d3b10de2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6cee2c7732be(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6cee2c7732be_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9040867c929b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9040867c929b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e3db7444fc0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e3db7444fc0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2785b2ed244e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2785b2ed244e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_43eb0bb29ec5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43eb0bb29ec5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_95c1581e4c14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_95c1581e4c14_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9a586a1e9384(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9a586a1e9384_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a06c7ae9e07a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a06c7ae9e07a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_90706a9b4ed4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_90706a9b4ed4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e276c4ca319d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e276c4ca319d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_700f7d75dbf5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_700f7d75dbf5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f3d5565289b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f3d5565289b0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0776ca6dca26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0776ca6dca26_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f9e2647dfb44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f9e2647dfb44_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eabea2a6fc46(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eabea2a6fc46_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_16753eb26252(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_16753eb26252_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e0a7a4e71c55(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0a7a4e71c55_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0cc42fe66d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0cc42fe66d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d6ed2dbbefe7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d6ed2dbbefe7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d51fbf52b132(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d51fbf52b132_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ec50d31d84b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ec50d31d84b8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f2c77946e214(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f2c77946e214_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_180eaef8cefd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_180eaef8cefd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a196baa28d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a196baa28d77_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b8a5a93ee500(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b8a5a93ee500_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5a40a124ddfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5a40a124ddfd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_40eb2add3315(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_40eb2add3315_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_460bbe5c1d42(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_460bbe5c1d42_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bdbfe832431f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bdbfe832431f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_80cd3e628ad7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_80cd3e628ad7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_488f730bcdbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_488f730bcdbb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_642f203303b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_642f203303b4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fec674f000a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fec674f000a5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6060668d1b4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6060668d1b4b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_052032c7ca93(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_052032c7ca93_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6deccc116ca4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6deccc116ca4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_cdd427168c19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_cdd427168c19_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6ef3355e9a0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6ef3355e9a0f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5682468124d6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5682468124d6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e08090ea67f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e08090ea67f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_19c79538cb79(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19c79538cb79_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_29c0fc7b75f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_29c0fc7b75f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e0745c289281(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e0745c289281_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8142430ea903(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8142430ea903_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b50cfd5cff14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b50cfd5cff14_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_51fcf9be0d78(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_51fcf9be0d78_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3e39e43f65bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3e39e43f65bc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7ebda106881f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7ebda106881f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2be97c43ab91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2be97c43ab91_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8da77fc4e66b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8da77fc4e66b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_44c636a04602(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_44c636a04602_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6df797857afa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6df797857afa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_661fb65d60cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_661fb65d60cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1942b36b191f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1942b36b191f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_09f7c0b1c850(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_09f7c0b1c850_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1f4a1a7a540a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f4a1a7a540a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3f36f5ece5de(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3f36f5ece5de_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_08b756866831(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_08b756866831_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_27039e2b6940(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27039e2b6940_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_764204d093e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_764204d093e4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_43339e4bfc3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43339e4bfc3c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_685f8619a35b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_685f8619a35b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_339cb03c1e94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_339cb03c1e94_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5aefb85ca88c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5aefb85ca88c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6f84f5e4979e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6f84f5e4979e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f6961df3e816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f6961df3e816_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_03a8f5f9e08c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_03a8f5f9e08c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5737cf22e253(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5737cf22e253_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f0ad96ef75fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f0ad96ef75fe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2662af59b350(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2662af59b350_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8aeb29b59563(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8aeb29b59563_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_eda2d70631a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_eda2d70631a3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_43cc12dc90aa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_43cc12dc90aa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_214d1715c920(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_214d1715c920_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_6a5918feca3e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_6a5918feca3e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1367441f754c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1367441f754c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7e95018b613d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7e95018b613d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5350f699fdfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5350f699fdfa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9c390a9b520e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9c390a9b520e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_2024ecb82c76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_2024ecb82c76_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_723e017067c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_723e017067c1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f08e5b78caf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f08e5b78caf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_5de4a03b5b2e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_5de4a03b5b2e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0f63a5b35199(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0f63a5b35199_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bfe2d5b6826b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bfe2d5b6826b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_32e154e55f4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_32e154e55f4d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_abe3a8c43917(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_abe3a8c43917_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_0b102b93cb95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_0b102b93cb95_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f89a1d18783a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f89a1d18783a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ff040db758d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ff040db758d2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fabf586f682b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fabf586f682b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_1f4d91d00bda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_1f4d91d00bda_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d3bb74a19a35(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d3bb74a19a35_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_ceb4f7e13e13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_ceb4f7e13e13_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8c74576aa22d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8c74576aa22d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9f70fb90171f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9f70fb90171f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_edef09bbaa26(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_edef09bbaa26_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_81d4c6670cd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_81d4c6670cd2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b96ca6f95ca5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b96ca6f95ca5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b615a5efa53f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b615a5efa53f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7043ff430936(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7043ff430936_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d41bd8b48f91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d41bd8b48f91_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_7a5f953de142(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_7a5f953de142_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_180a5e106294(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_180a5e106294_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f99f1fbc9cfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f99f1fbc9cfd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_02861f8d92d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_02861f8d92d8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_69697742dab9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69697742dab9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_d7f579e02115(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_d7f579e02115_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3bb4d906941d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3bb4d906941d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b76f475211b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b76f475211b5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_253c3961a5d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_253c3961a5d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_8e62a9f02584(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_8e62a9f02584_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb3818ac7ebc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb3818ac7ebc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e952961eae51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e952961eae51_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_c98cb20f28b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_c98cb20f28b5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_65b42797e6e0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_65b42797e6e0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a1570eb62de4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a1570eb62de4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_27ac1f88f818(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_27ac1f88f818_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_19d4cda99211(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_19d4cda99211_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b6824aee5df8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b6824aee5df8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_adf306c07650(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_adf306c07650_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_3d087be1a021(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_3d087be1a021_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e59f93c2f4c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e59f93c2f4c7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_008e2edd04eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_008e2edd04eb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_891583c01d5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_891583c01d5d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_67416ae122b6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_67416ae122b6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e01e374df547(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e01e374df547_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4974ac9c4125(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4974ac9c4125_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_bb72ae9322ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_bb72ae9322ef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_14ca78aa0274(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_14ca78aa0274_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_fd6b434fe33e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_fd6b434fe33e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_23f4b33660c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_23f4b33660c0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_4d8dfffb6b69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_4d8dfffb6b69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_b748d89d5fca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_b748d89d5fca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_90aea131716f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_90aea131716f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_a881488ebc06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_a881488ebc06_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_766748cb9ce9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_766748cb9ce9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_e1e659616d24(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_e1e659616d24_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_9689370caaf1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_9689370caaf1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_421fa6396dbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_421fa6396dbd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_f46945d21b07(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_f46945d21b07_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_69ef554da70f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_69ef554da70f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_624171760dda(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_624171760dda_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_74a433e6991b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_74a433e6991b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_layernorm_fwd_405aac1bd25a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_layernorm_fwd_405aac1bd25a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5960bccfe24f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5960bccfe24f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6085e422a39c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6085e422a39c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f364bbb4ea69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f364bbb4ea69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04c926b3fd41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04c926b3fd41_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ad260471e8e9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad260471e8e9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_141304f399df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_141304f399df_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f87acb49558c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f87acb49558c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c87b202dfc6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c87b202dfc6d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a216133c887e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a216133c887e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab4b794e5c56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab4b794e5c56_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a7dfbef6a80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a7dfbef6a80_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_466dcfb32b0a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_466dcfb32b0a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_11e59bcd15c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11e59bcd15c3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a6f9463300eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a6f9463300eb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cf195247244c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cf195247244c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aa5777fee401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aa5777fee401_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e70e1a7d6991(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e70e1a7d6991_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_38eb0e74a7a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_38eb0e74a7a3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_84241283c585(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_84241283c585_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17db49285b45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17db49285b45_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b679f4cc304c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b679f4cc304c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_387f6becbb75(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_387f6becbb75_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35650aed4a4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35650aed4a4d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_563446275f53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_563446275f53_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d11a27f6fcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d11a27f6fcc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_97bd86cd6d5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_97bd86cd6d5f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_518116dca35d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_518116dca35d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21f13c203dec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21f13c203dec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b030c597dee5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b030c597dee5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_483bfbc219da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_483bfbc219da_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef17e5df27c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef17e5df27c8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8422b780ecae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8422b780ecae_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_10a59cc658cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_10a59cc658cc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8f3570eae18f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f3570eae18f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_08ac0f637932(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08ac0f637932_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d6e71d66e067(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d6e71d66e067_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f4e0ee9e6a51(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4e0ee9e6a51_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_957ad921ffde(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_957ad921ffde_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a6399c10828(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a6399c10828_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e4df3eda8fd6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e4df3eda8fd6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a23e8a109351(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a23e8a109351_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5c350644339(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5c350644339_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5554470e2ee4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5554470e2ee4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_75410989f039(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75410989f039_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6dc642e44c3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dc642e44c3f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f4e7d72ecd5c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f4e7d72ecd5c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c611ac01e0e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c611ac01e0e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4eafec7bffd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4eafec7bffd2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0e8912cab45d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0e8912cab45d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52631f05e016(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52631f05e016_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e1432ba61f5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1432ba61f5f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b10a777438b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b10a777438b7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3c4dd569381(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3c4dd569381_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_28eab34d9ac0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_28eab34d9ac0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9b2bf4c9fd7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b2bf4c9fd7e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b645e666d06f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b645e666d06f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c40cc5936212(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c40cc5936212_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_265623d29c1d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_265623d29c1d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_37415c4f9990(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_37415c4f9990_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_577a34400fba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_577a34400fba_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_352ace211274(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_352ace211274_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c8a573cda1b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8a573cda1b5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cc560f456412(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc560f456412_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d758a4a78dcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d758a4a78dcc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c74e1edd32b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c74e1edd32b7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dd2ad0aa73f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dd2ad0aa73f0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_41c22f94c066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_41c22f94c066_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e991264d2307(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e991264d2307_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_586ef67f83f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_586ef67f83f0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0ffae29bbe56(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ffae29bbe56_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4412a3c0192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4412a3c0192_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c65c9faae43(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c65c9faae43_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9bdb2253b4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9bdb2253b4c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d52b91a00e0b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d52b91a00e0b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_abcb4950ec71(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_abcb4950ec71_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_19c927fb2209(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19c927fb2209_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bc5f4ed2397b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bc5f4ed2397b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b743f422fc14(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b743f422fc14_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9d64131f278e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d64131f278e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e231013fdc1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e231013fdc1e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_98f5798eda36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98f5798eda36_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_61cd6fc8e52d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61cd6fc8e52d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e7653b9e3e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e7653b9e3e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74ace3e1043c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74ace3e1043c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a8cd71a67d49(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8cd71a67d49_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_327298b0db7c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_327298b0db7c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1f360591ade2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1f360591ade2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d13cc65fd4c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d13cc65fd4c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31924ab6d909(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31924ab6d909_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da57e4cc0260(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da57e4cc0260_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_20b9a5acad0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_20b9a5acad0d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9a0684cd8ef7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a0684cd8ef7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6739b7ae0ed6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6739b7ae0ed6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_850b83443ecf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_850b83443ecf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f0bc4deee45c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f0bc4deee45c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_056d45d61436(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_056d45d61436_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3be17cd74bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3be17cd74bd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5c5c5571cd2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c5c5571cd2f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d1d8987dd8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d1d8987dd8a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6413b7b5efc9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6413b7b5efc9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05778eb2d832(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05778eb2d832_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_519adb45e0dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_519adb45e0dd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4818a40deeab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4818a40deeab_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dbd90c848693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dbd90c848693_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2aa31534f975(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2aa31534f975_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2176d4dd3f3c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2176d4dd3f3c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c0ae173fae5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c0ae173fae5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ed63137b81e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ed63137b81e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8cbc43791055(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cbc43791055_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34cfeaa0a1e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34cfeaa0a1e7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce7dabd04cc3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce7dabd04cc3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b09ad4f2c218(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b09ad4f2c218_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_59b92a6bad7d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_59b92a6bad7d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_927f670086f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_927f670086f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc4650d5dd73(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc4650d5dd73_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d222218f5025(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d222218f5025_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_54fb493aae95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54fb493aae95_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6dec22fdda8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6dec22fdda8a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4199efeac4b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4199efeac4b7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d5502bbdba21(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d5502bbdba21_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7c9298cb6553(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7c9298cb6553_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_138c1bb5b9fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_138c1bb5b9fd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8e55422986fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e55422986fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1931e639970(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1931e639970_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3980a387daa2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3980a387daa2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_968d52a8c7ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_968d52a8c7ba_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_14a254cdec45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_14a254cdec45_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8aa6e338efa2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8aa6e338efa2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5044a15107ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5044a15107ab_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_066500aa287b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_066500aa287b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9702a9c91e8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9702a9c91e8d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_18de4ae35d06(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18de4ae35d06_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_877ae774fb70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_877ae774fb70_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fcf2326f088e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fcf2326f088e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7707ecd34dc7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7707ecd34dc7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d1e34925441(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d1e34925441_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f7f7e18b8ae2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7f7e18b8ae2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bb0e6a7ddba8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bb0e6a7ddba8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f325993129f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f325993129f9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ba1be1dd88f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ba1be1dd88f8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95610622cbae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95610622cbae_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbb207a855d8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbb207a855d8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d28e9130ac8a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d28e9130ac8a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d9816991d2a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d9816991d2a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3b422dec4ae8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b422dec4ae8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de504b0bafce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de504b0bafce_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52d656aec6f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52d656aec6f7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea90be215208(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea90be215208_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8583715c5ddb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8583715c5ddb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b619b9eefa8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b619b9eefa8c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9560434ab87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9560434ab87_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9b1183c737e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9b1183c737e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2a3acbababa3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a3acbababa3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d4a620fe7bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d4a620fe7bd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e6dee9d8b7c6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e6dee9d8b7c6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ac99ef73ab98(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ac99ef73ab98_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8e2a4591b05e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8e2a4591b05e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a20c5fd2f0a2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a20c5fd2f0a2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f6a20e1c4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f6a20e1c4c2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4e9af1744b0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4e9af1744b0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_087e56997f11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_087e56997f11_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16e4d1870360(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16e4d1870360_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dad79b70cd60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dad79b70cd60_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dee25ee76d95(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dee25ee76d95_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02923492a075(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02923492a075_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_69368da19fb5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_69368da19fb5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_752857eef236(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_752857eef236_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fa601cef9000(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa601cef9000_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e08434f116c0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e08434f116c0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78e2aedb4c9f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78e2aedb4c9f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1aeaa5b8e9e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1aeaa5b8e9e4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78a81f7c945a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78a81f7c945a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_46d7f0e81073(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46d7f0e81073_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6d8b3937ba02(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6d8b3937ba02_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_258e96369343(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_258e96369343_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ee54f3f7187(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee54f3f7187_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc7169ffa3ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc7169ffa3ef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_826d319dfdf6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_826d319dfdf6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_24b7bec709a6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24b7bec709a6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eadfa6df9d52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eadfa6df9d52_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c5382f6e232d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c5382f6e232d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5dacba8c7af7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dacba8c7af7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9d8cb25938d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9d8cb25938d0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3fa49de6eb38(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3fa49de6eb38_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7291e6931745(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7291e6931745_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3f6e3d1b9d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3f6e3d1b9d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_444f6b2c8c6c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_444f6b2c8c6c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80264c5af4ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80264c5af4ef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_de5c6c7fbe11(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_de5c6c7fbe11_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_105217a006c3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_105217a006c3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6155dfc7627a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6155dfc7627a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e72bb09857b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e72bb09857b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_791ad57fc611(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_791ad57fc611_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0bbf6c657778(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bbf6c657778_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42fd7f14159b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42fd7f14159b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a3f835ae1951(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3f835ae1951_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_19c03f5ecfbb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_19c03f5ecfbb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c58da3683a74(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c58da3683a74_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_075d82b36156(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_075d82b36156_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ea22b171b17e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ea22b171b17e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a1b48664efdb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a1b48664efdb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f607145c8dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f607145c8dd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b68807e03d36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b68807e03d36_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_54570df712cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_54570df712cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a9d50383ff3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a9d50383ff3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_267b137d8af5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_267b137d8af5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0bc2510564a9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0bc2510564a9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_553abfeec5c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_553abfeec5c4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_46163e28c878(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_46163e28c878_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f90dbeb25bfd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f90dbeb25bfd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2e2e3b27402(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2e2e3b27402_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_594a2e2db5eb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_594a2e2db5eb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5f0c9ff2d1e4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f0c9ff2d1e4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db924bfa6fe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db924bfa6fe3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_733017b6be3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_733017b6be3f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ce4a89ed526c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ce4a89ed526c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_99d80cd03eff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_99d80cd03eff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_461e980c90d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_461e980c90d2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ddbcc50dfb0d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ddbcc50dfb0d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1ec88485416e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1ec88485416e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42984226f239(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42984226f239_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_147ad5bcb72c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_147ad5bcb72c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b4b56a4227cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b4b56a4227cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4160e4444aaf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4160e4444aaf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_690f78382367(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_690f78382367_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3455bd697ce6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3455bd697ce6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1fc5bf75042(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1fc5bf75042_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_135be09b85b9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_135be09b85b9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9174af25c315(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9174af25c315_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3ae8c0441d77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3ae8c0441d77_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4bfa613b3eeb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4bfa613b3eeb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c14d433f7b99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c14d433f7b99_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ad4a9be0dece(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ad4a9be0dece_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_461a75bec8f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_461a75bec8f9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fd0aef028469(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fd0aef028469_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cd6bc8abe973(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cd6bc8abe973_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b79185b4a82d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b79185b4a82d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_29f2f7f369cb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_29f2f7f369cb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_40351dba13f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40351dba13f6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_34133ec4d015(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_34133ec4d015_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a14f294a2cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a14f294a2cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bad156744178(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bad156744178_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6689a37d0d19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6689a37d0d19_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fa0015b06e4b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fa0015b06e4b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c6c75e9ecdff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c6c75e9ecdff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_45370d1601f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_45370d1601f3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3d91dd4109f6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3d91dd4109f6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b9ea3c8eefc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b9ea3c8eefc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_947f2e96745b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_947f2e96745b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9539f49a80bf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9539f49a80bf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_993c3edb4185(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_993c3edb4185_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e00cba3cfa70(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e00cba3cfa70_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e8e8b2dabf7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e8e8b2dabf7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d886b5d0fd3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d886b5d0fd3d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6e3c9eb230b7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e3c9eb230b7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aae6a7c5b474(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aae6a7c5b474_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c44a029c5c1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c44a029c5c1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8be426d5a80b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8be426d5a80b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3c2a9b10b05f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3c2a9b10b05f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31784827c183(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31784827c183_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7309ff8aacfa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7309ff8aacfa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9366669aab28(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9366669aab28_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3b2160f1252f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3b2160f1252f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3241740ddec0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3241740ddec0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6081142b0a32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6081142b0a32_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9693527c284b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9693527c284b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_920ff1ce1de5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_920ff1ce1de5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c4883add768e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c4883add768e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8f50d07b412f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8f50d07b412f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c40d51dff675(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c40d51dff675_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c40945248f3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c40945248f3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02167b0f5c60(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02167b0f5c60_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a050ad043445(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a050ad043445_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_75183531738a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75183531738a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7d125425a67c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7d125425a67c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_36f7b9157dd2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_36f7b9157dd2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_67733f76ba7e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67733f76ba7e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5055ce1d3e59(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5055ce1d3e59_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d77d6e4aebea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d77d6e4aebea_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_76bbb88322cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_76bbb88322cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_789b0c444a22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_789b0c444a22_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e9ceff0055db(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e9ceff0055db_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6232fc2fe3c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6232fc2fe3c7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e46df98cb93c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e46df98cb93c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc5b5a457a45(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc5b5a457a45_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e5ec4bb1a1dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5ec4bb1a1dc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_568053e90f68(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_568053e90f68_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_04b0f662a8cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_04b0f662a8cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c836628c4d3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c836628c4d3d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1d8bde8bd52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1d8bde8bd52_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9a2edaa3baaa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9a2edaa3baaa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9505145a6b5d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9505145a6b5d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6035a1e7dd87(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6035a1e7dd87_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0770ec5ec8cd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0770ec5ec8cd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_70a7270d47f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70a7270d47f9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_22c24eba0ea8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_22c24eba0ea8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c03e8f08925d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c03e8f08925d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c9c95c572115(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c9c95c572115_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78eb06c74c65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78eb06c74c65_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0333ba8d0b3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0333ba8d0b3a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cba30dc30e4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cba30dc30e4d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a3717ae82fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a3717ae82fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_db5895504054(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_db5895504054_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2e7e3073ee6d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2e7e3073ee6d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6e759c9d1509(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6e759c9d1509_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca3df4c73350(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca3df4c73350_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_711e5b95ce13(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_711e5b95ce13_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_92b8fede0fbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_92b8fede0fbd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_921d6b9ed6c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_921d6b9ed6c9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d7ab737869e7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7ab737869e7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ec3868668b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ec3868668b3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_453a18bff4f5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_453a18bff4f5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_390efcdecc4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_390efcdecc4d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e71979bea952(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e71979bea952_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a9691179a947(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a9691179a947_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0383e24db9d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0383e24db9d2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e515a0114aa5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e515a0114aa5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9f5ded37ef4e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f5ded37ef4e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_281feed33739(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_281feed33739_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b0b337530fc8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b0b337530fc8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_152639f99d5b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_152639f99d5b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0263796151ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0263796151ed_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c535f95f7460(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c535f95f7460_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66d926a33d2d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66d926a33d2d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b6d9894ee204(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b6d9894ee204_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b66bc90ce2bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b66bc90ce2bc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fb348076439(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fb348076439_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_13383c013cbc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_13383c013cbc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed8213ffa17a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed8213ffa17a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e7b99a725ef(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e7b99a725ef_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_598ee8c7433a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_598ee8c7433a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_40bf972256e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40bf972256e6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3e76064fc2fb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3e76064fc2fb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9fdb1d22167e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9fdb1d22167e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07897746954d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07897746954d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_edfa9e6c5632(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edfa9e6c5632_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d1ac51254bb(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d1ac51254bb_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72d077f7bc80(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72d077f7bc80_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_971b0e5c336b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_971b0e5c336b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1b585028698c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b585028698c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eda0c8b18e03(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eda0c8b18e03_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1afc1a25ae6e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1afc1a25ae6e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fc64014def4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fc64014def4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c67a3351b99b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c67a3351b99b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_799aa1762741(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_799aa1762741_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab2fdf8f66da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab2fdf8f66da_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_03be94c4916e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_03be94c4916e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fadcf85430ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fadcf85430ed_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_504b5a05aa41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_504b5a05aa41_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6577b29503d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6577b29503d4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed53591bf68d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed53591bf68d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_291c47f41351(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_291c47f41351_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_95fd268ef2c9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_95fd268ef2c9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_61d1d02f9907(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_61d1d02f9907_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b9936eef2171(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b9936eef2171_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbe61a3975c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbe61a3975c5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9bba3538e83b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9bba3538e83b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9c0a6289716(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9c0a6289716_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d9e0e703c279(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d9e0e703c279_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0b00164546bd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0b00164546bd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7cffc1082ae4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cffc1082ae4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f833639cb449(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f833639cb449_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42a9f7fd6693(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42a9f7fd6693_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dabebc0537cc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dabebc0537cc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dc33ec23c973(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dc33ec23c973_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ded198534b76(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ded198534b76_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fe4221a6512c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fe4221a6512c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_63cf62b1a912(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63cf62b1a912_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a27d1caeff36(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a27d1caeff36_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fab24a85c49d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fab24a85c49d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ceb7ef865d1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceb7ef865d1b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2375b5dd0028(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2375b5dd0028_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_214e55ce7af4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_214e55ce7af4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f3fde1abed40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3fde1abed40_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0c28dfd566d5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0c28dfd566d5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2ef8735a6515(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2ef8735a6515_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_63f7a63ee208(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_63f7a63ee208_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1a1469a4dbae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1a1469a4dbae_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e527266a923c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e527266a923c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b79b496e4b3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b79b496e4b3d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_91c9aae087e8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_91c9aae087e8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6252a2738edc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6252a2738edc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_699177affbc1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_699177affbc1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ed6cacd4758(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ed6cacd4758_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c569f2e860f0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c569f2e860f0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5f0e5cb07032(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5f0e5cb07032_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5549ba7e32b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5549ba7e32b4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d338b505a18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d338b505a18_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f7019c48e62e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f7019c48e62e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c1349a2468af(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c1349a2468af_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_da7dbc988d53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_da7dbc988d53_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_847342dea2e1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_847342dea2e1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1358105020a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1358105020a0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_15a2d86c412c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15a2d86c412c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ea83d63eaf3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ea83d63eaf3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2aa3949e7ffa(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2aa3949e7ffa_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f8c7e584151(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f8c7e584151_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2f31bec7727e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2f31bec7727e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c285864567a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c285864567a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a30e92c3e89d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a30e92c3e89d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0ea6aaeb1c19(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ea6aaeb1c19_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35bebc9cd701(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35bebc9cd701_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7a7fe8673b65(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a7fe8673b65_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ae4ade221ba(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ae4ade221ba_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1d55eebe7192(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1d55eebe7192_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72e17b2dffa7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72e17b2dffa7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_646cc08549b5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_646cc08549b5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aed1deea39a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aed1deea39a3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62afd5cc28a5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62afd5cc28a5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f730d185cbc5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f730d185cbc5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a5c0d5db6595(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a5c0d5db6595_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_53a857456dee(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_53a857456dee_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e764f83a148f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e764f83a148f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f330dd77a9cf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f330dd77a9cf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5d5175ddb33b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d5175ddb33b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4d2d60fafb1e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4d2d60fafb1e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9ab3d2ef1b72(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9ab3d2ef1b72_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_118eb1782882(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_118eb1782882_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_df4e6bb15691(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_df4e6bb15691_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2839303758f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2839303758f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9c695acbcdca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9c695acbcdca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_085a7034b393(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_085a7034b393_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b24b54710823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b24b54710823_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_897a5991913b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_897a5991913b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2fed7c3c4207(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2fed7c3c4207_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0fb6ede1c44c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0fb6ede1c44c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_62b5216c9e5f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_62b5216c9e5f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a93bfaeb2216(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a93bfaeb2216_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_66a40f6985a0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_66a40f6985a0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e96251357f22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e96251357f22_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d4ae0a6bebe3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d4ae0a6bebe3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7b42a9a06581(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7b42a9a06581_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1dda022b52f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1dda022b52f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_30770dccc046(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_30770dccc046_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0100376eb86d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0100376eb86d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_50a1f1662c05(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_50a1f1662c05_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8b5b1308d93a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8b5b1308d93a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a8e585e6ef34(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a8e585e6ef34_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cc52e3c727bc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cc52e3c727bc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e8731decd483(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e8731decd483_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_24ca0d524cb0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24ca0d524cb0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb0ca5e3cb61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb0ca5e3cb61_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0317be3913e3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0317be3913e3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_88aee535a900(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_88aee535a900_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77618ff7ffbf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77618ff7ffbf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f5cee522c96c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5cee522c96c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c8f7e90cfde7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8f7e90cfde7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_791af3ce0030(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_791af3ce0030_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f539835b5c1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f539835b5c1b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4954f8b834fd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4954f8b834fd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a45afcb7ec9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a45afcb7ec9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_67e3a5f02c64(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_67e3a5f02c64_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79d97ab863b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79d97ab863b2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_70c040fd8850(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_70c040fd8850_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_048f4cf1d5f8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_048f4cf1d5f8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_02401fcf5216(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_02401fcf5216_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c3f3b031ecbd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3f3b031ecbd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c00875f44856(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c00875f44856_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dec58593ee7a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dec58593ee7a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7255d32f577d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7255d32f577d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_75fb4489c152(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_75fb4489c152_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2d32a66cb85e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2d32a66cb85e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e54f7a649ac(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e54f7a649ac_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef076f9a718c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef076f9a718c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4b3591bae9ab(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4b3591bae9ab_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5e8a375f9392(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5e8a375f9392_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_600eb2df9c8b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_600eb2df9c8b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6b088f98245c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6b088f98245c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ee059621bb9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ee059621bb9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e39e7d5dadd5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e39e7d5dadd5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_98a5f22a7aea(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_98a5f22a7aea_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c774a7a3ecec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c774a7a3ecec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ff338b71780(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ff338b71780_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d72ecfd1565c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d72ecfd1565c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e3b43501e105(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e3b43501e105_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a74760f3b4c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a74760f3b4c2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a24f64e7633(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a24f64e7633_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d075ff0bae99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d075ff0bae99_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0f693c91ee40(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0f693c91ee40_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6f41b05158dd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6f41b05158dd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a409f24bcc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a409f24bcc2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_74581943cca9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_74581943cca9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1e4b6220a735(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1e4b6220a735_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef708283f7b4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef708283f7b4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e20753c392da(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e20753c392da_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ae088d31388b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ae088d31388b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_610d7522a01b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_610d7522a01b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_83b5f49242c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_83b5f49242c7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d7f6b99dbfe8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d7f6b99dbfe8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_81f2f8bc8bfc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_81f2f8bc8bfc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_782e3304543a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_782e3304543a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9475e52ab2c2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9475e52ab2c2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7e505ab49f1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7e505ab49f1f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ceadf8029243(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ceadf8029243_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0aa337f223c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0aa337f223c8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_11c77084cee9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_11c77084cee9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ff2fb3aa73c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ff2fb3aa73c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ed357d8f9730(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ed357d8f9730_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f06f503b37d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f06f503b37d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb0af0bab249(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb0af0bab249_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f8d1f5db19c7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f8d1f5db19c7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a2f3a0fdc816(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a2f3a0fdc816_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_48237df52464(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48237df52464_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f56aa16b2cc2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f56aa16b2cc2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ad4801a1d25(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ad4801a1d25_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb961f81436b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb961f81436b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_77c9fc6b34ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_77c9fc6b34ec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ada12100ef4f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ada12100ef4f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6477fb0607c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6477fb0607c5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_18954f2d099f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_18954f2d099f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a49df9f36afe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a49df9f36afe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4a63ba5174b3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4a63ba5174b3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_35ad7816e261(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_35ad7816e261_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb721d90a124(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb721d90a124_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fb1b3e21b5d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fb1b3e21b5d2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5d4a2400330f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5d4a2400330f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8d153224fd2f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8d153224fd2f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21ff07caaef7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21ff07caaef7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e0d7ea95c891(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0d7ea95c891_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_eb3769dd4a1b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_eb3769dd4a1b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_757b6eb52d41(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_757b6eb52d41_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_411757daf49d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_411757daf49d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a3f2c71d6c91(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3f2c71d6c91_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9f98a2ec790a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9f98a2ec790a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a1b1dea1723(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a1b1dea1723_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_32533d5a5ecd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_32533d5a5ecd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cbf14edaa0ff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cbf14edaa0ff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fda46310eda2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fda46310eda2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_42439c2272f9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_42439c2272f9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_33081ebcc5ed(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_33081ebcc5ed_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d935ff426d57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d935ff426d57_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6db506a2ba8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6db506a2ba8c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7f9d5224299f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7f9d5224299f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a71d75438c3d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a71d75438c3d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4ad2f43f268f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4ad2f43f268f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5493d8e296d4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5493d8e296d4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7a047a337f8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7a047a337f8d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_79385a139c1f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_79385a139c1f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_362ac14b561f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_362ac14b561f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_80f0591b0a29(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_80f0591b0a29_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5ab1a92d5d0f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5ab1a92d5d0f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5c1b832c19b1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c1b832c19b1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_124fe01461ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_124fe01461ec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_21210842394e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_21210842394e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d1750b6682d9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d1750b6682d9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_af5f4174dd3a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_af5f4174dd3a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72cfb91d6a27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72cfb91d6a27_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e330942e14e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e330942e14e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d206477935c8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d206477935c8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aef9aafba688(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aef9aafba688_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_52c1afab4c82(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_52c1afab4c82_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4975fa1100df(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4975fa1100df_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4145224fe11f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4145224fe11f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2bdcdb056c5e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2bdcdb056c5e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0ccc94faced9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0ccc94faced9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e5c272e5eb18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e5c272e5eb18_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_40a17149c5b8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_40a17149c5b8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c8ddd600cd8(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c8ddd600cd8_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e1d67f89048e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e1d67f89048e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_128079f70001(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_128079f70001_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d240953695ec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d240953695ec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d3cefdfe472e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d3cefdfe472e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fbb0ce5d0925(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fbb0ce5d0925_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_207036bed2e5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_207036bed2e5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_a3055a5f3f8c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_a3055a5f3f8c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f5a6c734b213(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5a6c734b213_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0d8ca4660a69(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0d8ca4660a69_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6befb0f25a99(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6befb0f25a99_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b1fa83563faf(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b1fa83563faf_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e0162918a365(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e0162918a365_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6a6c2d152dff(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6a6c2d152dff_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8824287dcf12(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8824287dcf12_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5b30d4a9b35d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5b30d4a9b35d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c3ad258dfb32(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c3ad258dfb32_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e2c105cd3ce6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e2c105cd3ce6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2171c66c29c5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2171c66c29c5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_72b6346fc2f7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_72b6346fc2f7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_26c08c0197c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26c08c0197c4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6438e22cf86c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6438e22cf86c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ca307f384e53(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ca307f384e53_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_01c77dbcd1e6(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_01c77dbcd1e6_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_edbd6efd0dec(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_edbd6efd0dec_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_58367789cfcd(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_58367789cfcd_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_e006a2146ebe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_e006a2146ebe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6022c5efafb1(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6022c5efafb1_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5dda9292e358(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5dda9292e358_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17e14ae24da9(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17e14ae24da9_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1c61f392020f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1c61f392020f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_171186b3482d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_171186b3482d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_586e10646e4d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_586e10646e4d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_4324aa90b301(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_4324aa90b301_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0198c41d7066(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0198c41d7066_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_57c976e640d2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_57c976e640d2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_fced526ee68f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_fced526ee68f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_0a50db73b8fc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_0a50db73b8fc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_05e3e894d735(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_05e3e894d735_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_48949e029233(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_48949e029233_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3a4e10653247(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3a4e10653247_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_defce0ba5b61(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_defce0ba5b61_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_502005821070(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_502005821070_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8ad19f1e4401(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8ad19f1e4401_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b087ee589cae(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b087ee589cae_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_264d33f59791(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_264d33f59791_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d01d265df3b2(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d01d265df3b2_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_16666419d478(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_16666419d478_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3455b44120f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3455b44120f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8811f42b9c04(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8811f42b9c04_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_2a9dffde5a77(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_2a9dffde5a77_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8c66473c7f57(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8c66473c7f57_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6158806e5a18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6158806e5a18_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_c8810ae2773b(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_c8810ae2773b_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9307a8f46918(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9307a8f46918_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_bba4c891c351(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_bba4c891c351_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5288c39db551(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5288c39db551_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_3f24750220d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_3f24750220d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5c1a08f6c13c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5c1a08f6c13c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_5281ad655e94(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_5281ad655e94_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_51b0edae5f8e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_51b0edae5f8e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_dece889e2f44(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_dece889e2f44_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_9e204beda60d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_9e204beda60d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f88a80ea8c22(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f88a80ea8c22_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ef715640299f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ef715640299f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_7cd57ca68dcc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_7cd57ca68dcc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ab3a7d8cd79a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ab3a7d8cd79a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_07aba21f7598(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_07aba21f7598_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6683c2afc870(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6683c2afc870_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_6837c622d5d0(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_6837c622d5d0_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f5fd26433823(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f5fd26433823_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_aed5d2309ac5(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_aed5d2309ac5_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1b0e341d79fe(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1b0e341d79fe_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_533d9d305ea3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_533d9d305ea3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f3f2e54788d7(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f3f2e54788d7_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_1baca5178c8d(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_1baca5178c8d_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_ee4ba7b3ed18(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_ee4ba7b3ed18_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_17a883dc51ca(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_17a883dc51ca_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_cb388ba376c4(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_cb388ba376c4_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_24e815b33e27(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_24e815b33e27_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_8cde8f5fff52(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_8cde8f5fff52_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_08bd3b8323dc(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_08bd3b8323dc_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_85dbe333098c(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_85dbe333098c_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_78e7832b12a3(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_78e7832b12a3_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_26cc79c8973e(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_26cc79c8973e_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_afe5e6f5e459(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_afe5e6f5e459_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_970381726e83(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_970381726e83_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_f1e3877aa4ce(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_f1e3877aa4ce_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d8a4d57df61a(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d8a4d57df61a_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_d87311fd5d3f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_d87311fd5d3f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_b3850c355a6f(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_b3850c355a6f_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_15827a670441(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_15827a670441_plain(const NormgenFwdParams p);
 extern "C" __global__ void normgen_rmsnorm_fwd_31c82034c048(const NormgenFwdParams p);
+extern "C" __global__ void normgen_rmsnorm_fwd_31c82034c048_plain(const NormgenFwdParams p);
 
 namespace {
 
@@ -959,6 +1902,7 @@ enum Storage { REGS = 0, PIPELINED = 1, SMEM = 2, RELOAD = 3, RING = 4 };
 
 struct Variant {
   const void* kernel;
+  const void* plain_kernel;  // its plain twin: the same kernel without the programmatic-launch prologue
   int storage, threads, vec, threads_per_row, items, cluster;
   int stage_bytes;  // element size smem mode stages
   int ring_bytes;   // shared memory of a ring (fixed by the parameters)
@@ -967,949 +1911,949 @@ struct Variant {
 
 // Every kernel in the package. The dispatch table points into this list.
 const Variant kVariants[] = {
-  {(const void*)&normgen_layernorm_fwd_a68f4acf9201, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_5f042a3c882f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_3ed58036bf52, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_d96d84db271f, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
-  {(const void*)&normgen_layernorm_fwd_6c8929d0ae36, 4, 128, 8, 32, 2, 1, 2, 12288, 512 },  // ring.t128.v8.tpr32.i2.s3.h512
-  {(const void*)&normgen_layernorm_fwd_c93844dee154, 4, 512, 8, 16, 4, 1, 2, 67584, 512 },  // ring.t512.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_b9883d2bad3a, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_20547f14aaca, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_440dfcc5ef69, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_layernorm_fwd_6e16d329ed8e, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_layernorm_fwd_6f819abdebde, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_0d77ee8ae32c, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_0d0fbd4e0dc6, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_5d1b9bfdebe8, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_7a7c3c9d3fc8, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_a401dc07b436, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
-  {(const void*)&normgen_layernorm_fwd_a44130f649e5, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
-  {(const void*)&normgen_layernorm_fwd_b107a1deb10f, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
-  {(const void*)&normgen_layernorm_fwd_e01d55329a15, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_e00956e8a022, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_7006429b3f8d, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_layernorm_fwd_3d00ef626088, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
-  {(const void*)&normgen_layernorm_fwd_5f4041f0d4c8, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
-  {(const void*)&normgen_layernorm_fwd_9626e1699137, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_da8fc714c1fd, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_71a542626f6a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_layernorm_fwd_0847fc905fee, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
-  {(const void*)&normgen_layernorm_fwd_231f16f93fac, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_d4e03967a8d1, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_28bdf2560fce, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_56dedc50b97b, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_e18440d81401, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_layernorm_fwd_bf9f10499cde, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_layernorm_fwd_394ed8ae246b, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_6ee6bd0dc07b, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_layernorm_fwd_9482150a0056, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_03644b113189, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_ed9bcbb2ce42, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_layernorm_fwd_17f98bea4e9e, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_layernorm_fwd_9b0bf9593101, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_035152b75c9e, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_87701b2f06ff, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
-  {(const void*)&normgen_layernorm_fwd_972d605c81b7, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_layernorm_fwd_6bb93c614661, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
-  {(const void*)&normgen_layernorm_fwd_c9be64f6547d, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
-  {(const void*)&normgen_layernorm_fwd_34c545bec8a0, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_838b55943b37, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_5b49685d73b3, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_cc5bd0ee09a6, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_f904f7435609, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_5fe9d23c0146, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_layernorm_fwd_8b467992e9fb, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_72a9c65b980f, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_243d50fd1052, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_b5eb8f585abe, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
-  {(const void*)&normgen_layernorm_fwd_4121b6b79103, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_layernorm_fwd_c260bc8b956e, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_374ed7492908, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
-  {(const void*)&normgen_layernorm_fwd_33bf004dca53, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_189610f058ae, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_236845bc3174, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_9102fa4ce3fa, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
-  {(const void*)&normgen_layernorm_fwd_aed08f134e21, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_layernorm_fwd_8627c5ca6bce, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_d6344be05bb3, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_6a2379796fc7, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.early.h8192
-  {(const void*)&normgen_layernorm_fwd_7972cd8c40e4, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_1a21e5e3a36b, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_0580f517725f, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_a3e9501bf767, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_layernorm_fwd_20a90a08ebd9, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_layernorm_fwd_19abce4c652f, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_9202cd703619, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_8483577bc46a, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_4cb7e6777be9, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_8f57f586e902, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_decb4dd8b0ba, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_ab981da34f25, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_c9e90b3a4ee6, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_890475d326a3, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_982e04ee35e5, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_0f00105733c6, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_da8926d7c038, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_layernorm_fwd_a46bffb51ace, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_c751fcc2016d, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
-  {(const void*)&normgen_layernorm_fwd_4f7f1ed2430c, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_2e834c54e8b7, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
-  {(const void*)&normgen_layernorm_fwd_ba3b3ca7f448, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_68d2505cf08f, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_e998b787d006, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_e02421ee889c, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_7deea909d9a5, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_faf54f5a3b74, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_98abb1496a64, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_8eff3cf9d95a, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_56bc5654b943, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
-  {(const void*)&normgen_layernorm_fwd_1b2cbf704176, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_e90f2b08b303, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_d079e19b40bd, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_68c08ec49889, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_e242c4c315cb, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_13bc755d6780, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_layernorm_fwd_8ee58b8d653f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_dbbb203c6199, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_df1fb0b8ba54, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_4dced097f096, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap.h512
-  {(const void*)&normgen_layernorm_fwd_3ca59262f993, 4, 128, 8, 32, 2, 1, 2, 12288, 512 },  // ring.t128.v8.tpr32.i2.s3.h512
-  {(const void*)&normgen_layernorm_fwd_45ef4754caf3, 4, 256, 8, 16, 4, 1, 2, 34816, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_layernorm_fwd_7e4f29c6e52c, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
-  {(const void*)&normgen_layernorm_fwd_fafad106c041, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_layernorm_fwd_f4b0f6a75809, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_layernorm_fwd_f6af90abe5a6, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
-  {(const void*)&normgen_layernorm_fwd_cdfa8de0bdd9, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_layernorm_fwd_8db00a82092e, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
-  {(const void*)&normgen_layernorm_fwd_593259fb1c15, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_layernorm_fwd_444ec064a71d, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
-  {(const void*)&normgen_layernorm_fwd_1fae49067eff, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_layernorm_fwd_62b52d326906, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
-  {(const void*)&normgen_layernorm_fwd_26338cad0ff2, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_208c06988d67, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_layernorm_fwd_a54497da1325, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_layernorm_fwd_00d4101572ff, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_e103dd6bde77, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_layernorm_fwd_c264a0b184da, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_layernorm_fwd_d1785932d23e, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_8843db3b9d6f, 4, 128, 8, 128, 2, 1, 2, 16384, 2048 },  // ring.t128.v8.tpr128.i2.s2.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_a33c4f545e32, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_layernorm_fwd_3e40861828ef, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
-  {(const void*)&normgen_layernorm_fwd_bfbce396a83c, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_layernorm_fwd_5a1319b22109, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_47700304fabb, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_layernorm_fwd_8c4b4a8c0b99, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
-  {(const void*)&normgen_layernorm_fwd_431757826316, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_4a6d7d44c770, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
-  {(const void*)&normgen_layernorm_fwd_afcc5455008d, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_layernorm_fwd_745811288d98, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
-  {(const void*)&normgen_layernorm_fwd_f1b884d994ea, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_layernorm_fwd_45cc3664b77c, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_41b50f8e55b3, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_layernorm_fwd_c922cd1c6b98, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
-  {(const void*)&normgen_layernorm_fwd_c3bcfae5d067, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
-  {(const void*)&normgen_layernorm_fwd_ed31c175c7cd, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
-  {(const void*)&normgen_layernorm_fwd_421fd345f19b, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
-  {(const void*)&normgen_layernorm_fwd_aed875321c8c, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_layernorm_fwd_5aacfb8942c3, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_7e10a774e447, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
-  {(const void*)&normgen_layernorm_fwd_1bf736a92d14, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_layernorm_fwd_b778d3b10de2, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
-  {(const void*)&normgen_layernorm_fwd_6cee2c7732be, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
-  {(const void*)&normgen_layernorm_fwd_9040867c929b, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
-  {(const void*)&normgen_layernorm_fwd_8e3db7444fc0, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_2785b2ed244e, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
-  {(const void*)&normgen_layernorm_fwd_43eb0bb29ec5, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_95c1581e4c14, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
-  {(const void*)&normgen_layernorm_fwd_9a586a1e9384, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_a06c7ae9e07a, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
-  {(const void*)&normgen_layernorm_fwd_90706a9b4ed4, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_e276c4ca319d, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_layernorm_fwd_700f7d75dbf5, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
-  {(const void*)&normgen_layernorm_fwd_f3d5565289b0, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_0776ca6dca26, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
-  {(const void*)&normgen_layernorm_fwd_f9e2647dfb44, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
-  {(const void*)&normgen_layernorm_fwd_eabea2a6fc46, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_16753eb26252, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_layernorm_fwd_e0a7a4e71c55, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_f0cc42fe66d7, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
-  {(const void*)&normgen_layernorm_fwd_d6ed2dbbefe7, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_layernorm_fwd_d51fbf52b132, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_ec50d31d84b8, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
-  {(const void*)&normgen_layernorm_fwd_f2c77946e214, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_180eaef8cefd, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_a196baa28d77, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
-  {(const void*)&normgen_layernorm_fwd_b8a5a93ee500, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_layernorm_fwd_5a40a124ddfd, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_40eb2add3315, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
-  {(const void*)&normgen_layernorm_fwd_460bbe5c1d42, 2, 256, 8, 128, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr128.h16384
-  {(const void*)&normgen_layernorm_fwd_bdbfe832431f, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_80cd3e628ad7, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_layernorm_fwd_488f730bcdbb, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_layernorm_fwd_642f203303b4, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
-  {(const void*)&normgen_layernorm_fwd_fec674f000a5, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_layernorm_fwd_6060668d1b4b, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
-  {(const void*)&normgen_layernorm_fwd_052032c7ca93, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
-  {(const void*)&normgen_layernorm_fwd_6deccc116ca4, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_cdd427168c19, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_6ef3355e9a0f, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
-  {(const void*)&normgen_layernorm_fwd_5682468124d6, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_8e08090ea67f, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
-  {(const void*)&normgen_layernorm_fwd_19c79538cb79, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_29c0fc7b75f5, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_e0745c289281, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
-  {(const void*)&normgen_layernorm_fwd_8142430ea903, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_layernorm_fwd_b50cfd5cff14, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
-  {(const void*)&normgen_layernorm_fwd_51fcf9be0d78, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_layernorm_fwd_3e39e43f65bc, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_layernorm_fwd_7ebda106881f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_layernorm_fwd_2be97c43ab91, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
-  {(const void*)&normgen_layernorm_fwd_8da77fc4e66b, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
-  {(const void*)&normgen_layernorm_fwd_44c636a04602, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
-  {(const void*)&normgen_layernorm_fwd_6df797857afa, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
-  {(const void*)&normgen_layernorm_fwd_661fb65d60cd, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_layernorm_fwd_1942b36b191f, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap.h512
-  {(const void*)&normgen_layernorm_fwd_09f7c0b1c850, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap
-  {(const void*)&normgen_layernorm_fwd_1f4a1a7a540a, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.early.h768
-  {(const void*)&normgen_layernorm_fwd_3f36f5ece5de, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_layernorm_fwd_08b756866831, 1, 256, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr64.i3.h768
-  {(const void*)&normgen_layernorm_fwd_27039e2b6940, 1, 256, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i3
-  {(const void*)&normgen_layernorm_fwd_764204d093e4, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap2048.h768
-  {(const void*)&normgen_layernorm_fwd_43339e4bfc3c, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_layernorm_fwd_685f8619a35b, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_layernorm_fwd_339cb03c1e94, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
-  {(const void*)&normgen_layernorm_fwd_5aefb85ca88c, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
-  {(const void*)&normgen_layernorm_fwd_6f84f5e4979e, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
-  {(const void*)&normgen_layernorm_fwd_f6961df3e816, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
-  {(const void*)&normgen_layernorm_fwd_03a8f5f9e08c, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_layernorm_fwd_5737cf22e253, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_layernorm_fwd_f0ad96ef75fe, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_2662af59b350, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_8aeb29b59563, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
-  {(const void*)&normgen_layernorm_fwd_eda2d70631a3, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
-  {(const void*)&normgen_layernorm_fwd_43cc12dc90aa, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_layernorm_fwd_214d1715c920, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.cap1536.h1536
-  {(const void*)&normgen_layernorm_fwd_6a5918feca3e, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.early.h2048
-  {(const void*)&normgen_layernorm_fwd_1367441f754c, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_layernorm_fwd_7e95018b613d, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap.h2048
-  {(const void*)&normgen_layernorm_fwd_5350f699fdfa, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
-  {(const void*)&normgen_layernorm_fwd_9c390a9b520e, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_layernorm_fwd_2024ecb82c76, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_layernorm_fwd_723e017067c1, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_layernorm_fwd_0f08e5b78caf, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap1536.h2560
-  {(const void*)&normgen_layernorm_fwd_5de4a03b5b2e, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_layernorm_fwd_0f63a5b35199, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
-  {(const void*)&normgen_layernorm_fwd_bfe2d5b6826b, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
-  {(const void*)&normgen_layernorm_fwd_32e154e55f4d, 3, 256, 4, 256, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr256.h3072
-  {(const void*)&normgen_layernorm_fwd_abe3a8c43917, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_0b102b93cb95, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_layernorm_fwd_f89a1d18783a, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
-  {(const void*)&normgen_layernorm_fwd_ff040db758d2, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
-  {(const void*)&normgen_layernorm_fwd_fabf586f682b, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_layernorm_fwd_1f4d91d00bda, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256.cap1536
-  {(const void*)&normgen_layernorm_fwd_d3bb74a19a35, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_layernorm_fwd_ceb4f7e13e13, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_layernorm_fwd_8c74576aa22d, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_layernorm_fwd_9f70fb90171f, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_layernorm_fwd_edef09bbaa26, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_layernorm_fwd_81d4c6670cd2, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
-  {(const void*)&normgen_layernorm_fwd_b96ca6f95ca5, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap1536.h5120
-  {(const void*)&normgen_layernorm_fwd_b615a5efa53f, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_layernorm_fwd_7043ff430936, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_layernorm_fwd_d41bd8b48f91, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_layernorm_fwd_7a5f953de142, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_layernorm_fwd_180a5e106294, 3, 512, 4, 512, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr512.cap.h6144
-  {(const void*)&normgen_layernorm_fwd_f99f1fbc9cfd, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_02861f8d92d8, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_layernorm_fwd_69697742dab9, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_layernorm_fwd_d7f579e02115, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.early.h7168
-  {(const void*)&normgen_layernorm_fwd_3bb4d906941d, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.cap.h7168
-  {(const void*)&normgen_layernorm_fwd_b76f475211b5, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
-  {(const void*)&normgen_layernorm_fwd_253c3961a5d7, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_layernorm_fwd_8e62a9f02584, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_layernorm_fwd_bb3818ac7ebc, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_layernorm_fwd_e952961eae51, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_layernorm_fwd_c98cb20f28b5, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_layernorm_fwd_65b42797e6e0, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
-  {(const void*)&normgen_layernorm_fwd_a1570eb62de4, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
-  {(const void*)&normgen_layernorm_fwd_27ac1f88f818, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
-  {(const void*)&normgen_layernorm_fwd_19d4cda99211, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_layernorm_fwd_b6824aee5df8, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
-  {(const void*)&normgen_layernorm_fwd_adf306c07650, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_layernorm_fwd_3d087be1a021, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_layernorm_fwd_e59f93c2f4c7, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_layernorm_fwd_008e2edd04eb, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap1536.h12288
-  {(const void*)&normgen_layernorm_fwd_891583c01d5d, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_layernorm_fwd_67416ae122b6, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_layernorm_fwd_e01e374df547, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_layernorm_fwd_4974ac9c4125, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
-  {(const void*)&normgen_layernorm_fwd_bb72ae9322ef, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_layernorm_fwd_14ca78aa0274, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
-  {(const void*)&normgen_layernorm_fwd_fd6b434fe33e, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
-  {(const void*)&normgen_layernorm_fwd_23f4b33660c0, 0, 128, 4, 128, 4, 16, 4, 0, 32768 },  // regs.t128.v4.tpr128.i4.c16.early.h32768
-  {(const void*)&normgen_layernorm_fwd_4d8dfffb6b69, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_layernorm_fwd_b748d89d5fca, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
-  {(const void*)&normgen_layernorm_fwd_90aea131716f, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_layernorm_fwd_a881488ebc06, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
-  {(const void*)&normgen_layernorm_fwd_766748cb9ce9, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
-  {(const void*)&normgen_layernorm_fwd_e1e659616d24, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
-  {(const void*)&normgen_layernorm_fwd_9689370caaf1, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
-  {(const void*)&normgen_layernorm_fwd_421fa6396dbd, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
-  {(const void*)&normgen_layernorm_fwd_f46945d21b07, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
-  {(const void*)&normgen_layernorm_fwd_69ef554da70f, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
-  {(const void*)&normgen_layernorm_fwd_624171760dda, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_layernorm_fwd_74a433e6991b, 4, 256, 4, 256, 8, 16, 4, 196608, 131072 },  // ring.t256.v4.tpr256.i8.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_layernorm_fwd_405aac1bd25a, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_5960bccfe24f, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_6085e422a39c, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_f364bbb4ea69, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_04c926b3fd41, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_ad260471e8e9, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_141304f399df, 4, 128, 8, 64, 1, 1, 2, 5120, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_f87acb49558c, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_c87b202dfc6d, 4, 512, 8, 16, 4, 1, 2, 66560, 512 },  // ring.t512.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_a216133c887e, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
-  {(const void*)&normgen_rmsnorm_fwd_ab4b794e5c56, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_1a7dfbef6a80, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_466dcfb32b0a, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_11e59bcd15c3, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
-  {(const void*)&normgen_rmsnorm_fwd_a6f9463300eb, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_cf195247244c, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_aa5777fee401, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_e70e1a7d6991, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
-  {(const void*)&normgen_rmsnorm_fwd_38eb0e74a7a3, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_84241283c585, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_17db49285b45, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b679f4cc304c, 4, 512, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_387f6becbb75, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_35650aed4a4d, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_563446275f53, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_7d11a27f6fcc, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_97bd86cd6d5f, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_518116dca35d, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
-  {(const void*)&normgen_rmsnorm_fwd_21f13c203dec, 4, 512, 8, 32, 6, 1, 2, 101376, 1536 },  // ring.t512.v8.tpr32.i6.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b030c597dee5, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_483bfbc219da, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_ef17e5df27c8, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8422b780ecae, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_10a59cc658cc, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_8f3570eae18f, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_08ac0f637932, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_d6e71d66e067, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_f4e0ee9e6a51, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_957ad921ffde, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_0a6399c10828, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_e4df3eda8fd6, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_a23e8a109351, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_c5c350644339, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5554470e2ee4, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_75410989f039, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6dc642e44c3f, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_f4e7d72ecd5c, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_7c611ac01e0e, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_4eafec7bffd2, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_0e8912cab45d, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_52631f05e016, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e1432ba61f5f, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_b10a777438b7, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e3c4dd569381, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_28eab34d9ac0, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_9b2bf4c9fd7e, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_b645e666d06f, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_c40cc5936212, 3, 256, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_265623d29c1d, 3, 512, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_37415c4f9990, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_577a34400fba, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_352ace211274, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_c8a573cda1b5, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_cc560f456412, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d758a4a78dcc, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c74e1edd32b7, 3, 256, 8, 256, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr256.cap1536.h5120
-  {(const void*)&normgen_rmsnorm_fwd_dd2ad0aa73f0, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_41c22f94c066, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e991264d2307, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_586ef67f83f0, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_0ffae29bbe56, 3, 256, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b4412a3c0192, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_7c65c9faae43, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_d9bdb2253b4c, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_d52b91a00e0b, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_abcb4950ec71, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_19c927fb2209, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_bc5f4ed2397b, 4, 128, 8, 128, 7, 1, 2, 43008, 7168 },  // ring.t128.v8.tpr128.i7.s2.sw.h7168
-  {(const void*)&normgen_rmsnorm_fwd_b743f422fc14, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9d64131f278e, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_e231013fdc1e, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_98f5798eda36, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_61cd6fc8e52d, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9e7653b9e3e5, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
-  {(const void*)&normgen_rmsnorm_fwd_74ace3e1043c, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a8cd71a67d49, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_327298b0db7c, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_1f360591ade2, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_3d13cc65fd4c, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_31924ab6d909, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_da57e4cc0260, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_20b9a5acad0d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_9a0684cd8ef7, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6739b7ae0ed6, 4, 512, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr256.i6.s2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_850b83443ecf, 3, 512, 8, 512, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f0bc4deee45c, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_056d45d61436, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_b3be17cd74bd, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_5c5c5571cd2f, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_rmsnorm_fwd_8d1d8987dd8a, 4, 512, 8, 512, 4, 1, 2, 98304, 16384 },  // ring.t512.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6413b7b5efc9, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
-  {(const void*)&normgen_rmsnorm_fwd_05778eb2d832, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_519adb45e0dd, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_4818a40deeab, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_dbd90c848693, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2aa31534f975, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_2176d4dd3f3c, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_8c0ae173fae5, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4ed63137b81e, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_8cbc43791055, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_34cfeaa0a1e7, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_ce7dabd04cc3, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b09ad4f2c218, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_59b92a6bad7d, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_927f670086f5, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_dc4650d5dd73, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d222218f5025, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_54fb493aae95, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_6dec22fdda8a, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_4199efeac4b7, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d5502bbdba21, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_7c9298cb6553, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_138c1bb5b9fd, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_8e55422986fc, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_d1931e639970, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_3980a387daa2, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
-  {(const void*)&normgen_rmsnorm_fwd_968d52a8c7ba, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
-  {(const void*)&normgen_rmsnorm_fwd_14a254cdec45, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_8aa6e338efa2, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_5044a15107ab, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
-  {(const void*)&normgen_rmsnorm_fwd_066500aa287b, 4, 256, 8, 64, 2, 1, 2, 34816, 768 },  // ring.t256.v8.tpr64.i2.s2.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_9702a9c91e8d, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_18de4ae35d06, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_877ae774fb70, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_fcf2326f088e, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_7707ecd34dc7, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_4d1e34925441, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f7f7e18b8ae2, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_bb0e6a7ddba8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f325993129f9, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_ba1be1dd88f8, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_95610622cbae, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_cbb207a855d8, 4, 128, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d28e9130ac8a, 0, 256, 8, 128, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_3d9816991d2a, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_3b422dec4ae8, 4, 128, 8, 64, 4, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr64.i4.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_de504b0bafce, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_52d656aec6f7, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_ea90be215208, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8583715c5ddb, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b619b9eefa8c, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d9560434ab87, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9b1183c737e5, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_2a3acbababa3, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_7d4a620fe7bd, 4, 256, 8, 256, 2, 1, 2, 32768, 3072 },  // ring.t256.v8.tpr256.i2.s2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e6dee9d8b7c6, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_ac99ef73ab98, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8e2a4591b05e, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_a20c5fd2f0a2, 4, 128, 8, 128, 4, 1, 2, 57344, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7f6a20e1c4c2, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_b4e9af1744b0, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_087e56997f11, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_16e4d1870360, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
-  {(const void*)&normgen_rmsnorm_fwd_dad79b70cd60, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_dee25ee76d95, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_02923492a075, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_69368da19fb5, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
-  {(const void*)&normgen_rmsnorm_fwd_752857eef236, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_fa601cef9000, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_e08434f116c0, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_78e2aedb4c9f, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_1aeaa5b8e9e4, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_78a81f7c945a, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_46d7f0e81073, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s2.sw.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6d8b3937ba02, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_258e96369343, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_4ee54f3f7187, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_dc7169ffa3ef, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_826d319dfdf6, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_24b7bec709a6, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_eadfa6df9d52, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_c5382f6e232d, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5dacba8c7af7, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9d8cb25938d0, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_3fa49de6eb38, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_7291e6931745, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e3f6e3d1b9d7, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_444f6b2c8c6c, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_80264c5af4ef, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
-  {(const void*)&normgen_rmsnorm_fwd_de5c6c7fbe11, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_105217a006c3, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_6155dfc7627a, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_3e72bb09857b, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_791ad57fc611, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_0bbf6c657778, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_42fd7f14159b, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a3f835ae1951, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_19c03f5ecfbb, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
-  {(const void*)&normgen_rmsnorm_fwd_c58da3683a74, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_075d82b36156, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_ea22b171b17e, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a1b48664efdb, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_2f607145c8dd, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
-  {(const void*)&normgen_rmsnorm_fwd_b68807e03d36, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_54570df712cb, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_6a9d50383ff3, 4, 256, 8, 256, 8, 4, 2, 229376, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
-  {(const void*)&normgen_rmsnorm_fwd_267b137d8af5, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_0bc2510564a9, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_553abfeec5c4, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_46163e28c878, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_f90dbeb25bfd, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_a2e2e3b27402, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_594a2e2db5eb, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_5f0c9ff2d1e4, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_db924bfa6fe3, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_733017b6be3f, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ce4a89ed526c, 4, 128, 8, 32, 2, 1, 2, 9216, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_99d80cd03eff, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_461e980c90d2, 4, 256, 8, 16, 4, 1, 2, 33792, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_ddbcc50dfb0d, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
-  {(const void*)&normgen_rmsnorm_fwd_1ec88485416e, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_42984226f239, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_147ad5bcb72c, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_b4b56a4227cb, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_4160e4444aaf, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_690f78382367, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
-  {(const void*)&normgen_rmsnorm_fwd_3455bd697ce6, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_b1fc5bf75042, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_135be09b85b9, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
-  {(const void*)&normgen_rmsnorm_fwd_9174af25c315, 0, 512, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t512.v8.tpr32.i4.h1024
-  {(const void*)&normgen_rmsnorm_fwd_3ae8c0441d77, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_4bfa613b3eeb, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_c14d433f7b99, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_ad4a9be0dece, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_461a75bec8f9, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_fd0aef028469, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_cd6bc8abe973, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_b79185b4a82d, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
-  {(const void*)&normgen_rmsnorm_fwd_29f2f7f369cb, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_40351dba13f6, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_34133ec4d015, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0a14f294a2cd, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_bad156744178, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6689a37d0d19, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_fa0015b06e4b, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.hold.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c6c75e9ecdff, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_45370d1601f3, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3d91dd4109f6, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_0b9ea3c8eefc, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_947f2e96745b, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
-  {(const void*)&normgen_rmsnorm_fwd_9539f49a80bf, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_993c3edb4185, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e00cba3cfa70, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_3e8e8b2dabf7, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_d886b5d0fd3d, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_6e3c9eb230b7, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
-  {(const void*)&normgen_rmsnorm_fwd_aae6a7c5b474, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8c44a029c5c1, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_8be426d5a80b, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3c2a9b10b05f, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_31784827c183, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_7309ff8aacfa, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_9366669aab28, 3, 256, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr256.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3b2160f1252f, 3, 512, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr256.cap1536.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3241740ddec0, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6081142b0a32, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_9693527c284b, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_920ff1ce1de5, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_c4883add768e, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_8f50d07b412f, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_c40d51dff675, 3, 512, 8, 256, 0, 1, 2, 0, 5120 },  // reload.t512.v8.tpr256.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1c40945248f3, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_02167b0f5c60, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_a050ad043445, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
-  {(const void*)&normgen_rmsnorm_fwd_75183531738a, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7d125425a67c, 3, 256, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr256.cap1536.h6144
-  {(const void*)&normgen_rmsnorm_fwd_36f7b9157dd2, 3, 512, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr256.h6144
-  {(const void*)&normgen_rmsnorm_fwd_67733f76ba7e, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5055ce1d3e59, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_d77d6e4aebea, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_76bbb88322cd, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_789b0c444a22, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e9ceff0055db, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_6232fc2fe3c7, 3, 512, 8, 256, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr256.cap1536.h7168
-  {(const void*)&normgen_rmsnorm_fwd_e46df98cb93c, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_dc5b5a457a45, 0, 64, 8, 64, 4, 4, 2, 0, 8192 },  // regs.t64.v8.tpr64.i4.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_e5ec4bb1a1dc, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_568053e90f68, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
-  {(const void*)&normgen_rmsnorm_fwd_04b0f662a8cd, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c836628c4d3d, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_b1d8bde8bd52, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
-  {(const void*)&normgen_rmsnorm_fwd_9a2edaa3baaa, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_9505145a6b5d, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_6035a1e7dd87, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_0770ec5ec8cd, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_70a7270d47f9, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_22c24eba0ea8, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c03e8f08925d, 4, 512, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr256.i6.s2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_c9c95c572115, 3, 512, 8, 512, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_78eb06c74c65, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0333ba8d0b3a, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_cba30dc30e4d, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_3a3717ae82fc, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_db5895504054, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
-  {(const void*)&normgen_rmsnorm_fwd_2e7e3073ee6d, 4, 512, 8, 512, 4, 1, 2, 98304, 16384 },  // ring.t512.v8.tpr512.i4.s3.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6e759c9d1509, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_ca3df4c73350, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_711e5b95ce13, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_92b8fede0fbd, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_921d6b9ed6c9, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_d7ab737869e7, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_8ec3868668b3, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_453a18bff4f5, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_390efcdecc4d, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e71979bea952, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_a9691179a947, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_0383e24db9d2, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_e515a0114aa5, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9f5ded37ef4e, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_281feed33739, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_b0b337530fc8, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
-  {(const void*)&normgen_rmsnorm_fwd_152639f99d5b, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_0263796151ed, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_c535f95f7460, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_66d926a33d2d, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b6d9894ee204, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b66bc90ce2bc, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2fb348076439, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_13383c013cbc, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_ed8213ffa17a, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_9e7b99a725ef, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_598ee8c7433a, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_40bf972256e6, 4, 256, 8, 32, 2, 1, 2, 50176, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_3e76064fc2fb, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_9fdb1d22167e, 4, 512, 8, 32, 2, 1, 2, 66560, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
-  {(const void*)&normgen_rmsnorm_fwd_07897746954d, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_edfa9e6c5632, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_0d1ac51254bb, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_72d077f7bc80, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
-  {(const void*)&normgen_rmsnorm_fwd_971b0e5c336b, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_1b585028698c, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_eda0c8b18e03, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_1afc1a25ae6e, 4, 256, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t256.v8.tpr128.i1.s2.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_0fc64014def4, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_c67a3351b99b, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
-  {(const void*)&normgen_rmsnorm_fwd_799aa1762741, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_ab2fdf8f66da, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_03be94c4916e, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
-  {(const void*)&normgen_rmsnorm_fwd_fadcf85430ed, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
-  {(const void*)&normgen_rmsnorm_fwd_504b5a05aa41, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6577b29503d4, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_ed53591bf68d, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
-  {(const void*)&normgen_rmsnorm_fwd_291c47f41351, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
-  {(const void*)&normgen_rmsnorm_fwd_95fd268ef2c9, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_61d1d02f9907, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_b9936eef2171, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_fbe61a3975c5, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_9bba3538e83b, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d9c0a6289716, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
-  {(const void*)&normgen_rmsnorm_fwd_d9e0e703c279, 4, 512, 8, 256, 2, 1, 2, 106496, 0 },  // ring.t512.v8.tpr256.i2.s3.sw
-  {(const void*)&normgen_rmsnorm_fwd_0b00164546bd, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_7cffc1082ae4, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_f833639cb449, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_42a9f7fd6693, 0, 512, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t512.v8.tpr256.i2.early.h3072
-  {(const void*)&normgen_rmsnorm_fwd_dabebc0537cc, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap2048.h3072
-  {(const void*)&normgen_rmsnorm_fwd_dc33ec23c973, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ded198534b76, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_fe4221a6512c, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
-  {(const void*)&normgen_rmsnorm_fwd_63cf62b1a912, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_a27d1caeff36, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
-  {(const void*)&normgen_rmsnorm_fwd_fab24a85c49d, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ceb7ef865d1b, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_2375b5dd0028, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_214e55ce7af4, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_f3fde1abed40, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_0c28dfd566d5, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
-  {(const void*)&normgen_rmsnorm_fwd_2ef8735a6515, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
-  {(const void*)&normgen_rmsnorm_fwd_63f7a63ee208, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1a1469a4dbae, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_e527266a923c, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b79b496e4b3d, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
-  {(const void*)&normgen_rmsnorm_fwd_91c9aae087e8, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_6252a2738edc, 4, 256, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t256.v8.tpr256.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_699177affbc1, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5ed6cacd4758, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_c569f2e860f0, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5f0e5cb07032, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_5549ba7e32b4, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_4d338b505a18, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
-  {(const void*)&normgen_rmsnorm_fwd_f7019c48e62e, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
-  {(const void*)&normgen_rmsnorm_fwd_c1349a2468af, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_da7dbc988d53, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_847342dea2e1, 4, 256, 8, 256, 1, 4, 2, 28672, 8192 },  // ring.t256.v8.tpr256.i1.c4.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_1358105020a0, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_15a2d86c412c, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
-  {(const void*)&normgen_rmsnorm_fwd_4ea83d63eaf3, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_2aa3949e7ffa, 2, 1024, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr256.h8192
-  {(const void*)&normgen_rmsnorm_fwd_6f8c7e584151, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_2f31bec7727e, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_1c285864567a, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
-  {(const void*)&normgen_rmsnorm_fwd_a30e92c3e89d, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_0ea6aaeb1c19, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
-  {(const void*)&normgen_rmsnorm_fwd_35bebc9cd701, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7a7fe8673b65, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8ae4ade221ba, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1d55eebe7192, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_72e17b2dffa7, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_646cc08549b5, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
-  {(const void*)&normgen_rmsnorm_fwd_aed1deea39a3, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
-  {(const void*)&normgen_rmsnorm_fwd_62afd5cc28a5, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f730d185cbc5, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_a5c0d5db6595, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_53a857456dee, 4, 256, 8, 256, 1, 16, 2, 20480, 32768 },  // ring.t256.v8.tpr256.i1.c16.s2.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_e764f83a148f, 4, 1024, 8, 1024, 2, 2, 2, 229376, 32768 },  // ring.t1024.v8.tpr1024.i2.c2.s3.sw.h32768
-  {(const void*)&normgen_rmsnorm_fwd_f330dd77a9cf, 4, 256, 8, 256, 8, 2, 2, 229376, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
-  {(const void*)&normgen_rmsnorm_fwd_5d5175ddb33b, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4d2d60fafb1e, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_9ab3d2ef1b72, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_118eb1782882, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_df4e6bb15691, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_a2839303758f, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_9c695acbcdca, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_085a7034b393, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b24b54710823, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
-  {(const void*)&normgen_rmsnorm_fwd_897a5991913b, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
-  {(const void*)&normgen_rmsnorm_fwd_2fed7c3c4207, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_0fb6ede1c44c, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_62b5216c9e5f, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_a93bfaeb2216, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_66a40f6985a0, 0, 256, 4, 64, 2, 1, 4, 0, 512 },  // regs.t256.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_e96251357f22, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
-  {(const void*)&normgen_rmsnorm_fwd_d4ae0a6bebe3, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
-  {(const void*)&normgen_rmsnorm_fwd_7b42a9a06581, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_d1dda022b52f, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_30770dccc046, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
-  {(const void*)&normgen_rmsnorm_fwd_0100376eb86d, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_50a1f1662c05, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.early.h768
-  {(const void*)&normgen_rmsnorm_fwd_8b5b1308d93a, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_a8e585e6ef34, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_cc52e3c727bc, 1, 256, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr32.i6.h768
-  {(const void*)&normgen_rmsnorm_fwd_e8731decd483, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_24ca0d524cb0, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_cb0ca5e3cb61, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_0317be3913e3, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap1536.h768
-  {(const void*)&normgen_rmsnorm_fwd_88aee535a900, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_77618ff7ffbf, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
-  {(const void*)&normgen_rmsnorm_fwd_f5cee522c96c, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_c8f7e90cfde7, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
-  {(const void*)&normgen_rmsnorm_fwd_791af3ce0030, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
-  {(const void*)&normgen_rmsnorm_fwd_f539835b5c1b, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_4954f8b834fd, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_6a45afcb7ec9, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_67e3a5f02c64, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
-  {(const void*)&normgen_rmsnorm_fwd_79d97ab863b2, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_70c040fd8850, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
-  {(const void*)&normgen_rmsnorm_fwd_048f4cf1d5f8, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_02401fcf5216, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c3f3b031ecbd, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_c00875f44856, 1, 512, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_dec58593ee7a, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
-  {(const void*)&normgen_rmsnorm_fwd_7255d32f577d, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
-  {(const void*)&normgen_rmsnorm_fwd_75fb4489c152, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_2d32a66cb85e, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
-  {(const void*)&normgen_rmsnorm_fwd_7e54f7a649ac, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_ef076f9a718c, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
-  {(const void*)&normgen_rmsnorm_fwd_4b3591bae9ab, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
-  {(const void*)&normgen_rmsnorm_fwd_5e8a375f9392, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
-  {(const void*)&normgen_rmsnorm_fwd_600eb2df9c8b, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
-  {(const void*)&normgen_rmsnorm_fwd_6b088f98245c, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_4ee059621bb9, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_e39e7d5dadd5, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
-  {(const void*)&normgen_rmsnorm_fwd_98a5f22a7aea, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_c774a7a3ecec, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
-  {(const void*)&normgen_rmsnorm_fwd_4ff338b71780, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
-  {(const void*)&normgen_rmsnorm_fwd_d72ecfd1565c, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
-  {(const void*)&normgen_rmsnorm_fwd_e3b43501e105, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_a74760f3b4c2, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_3a24f64e7633, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_d075ff0bae99, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
-  {(const void*)&normgen_rmsnorm_fwd_0f693c91ee40, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_6f41b05158dd, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
-  {(const void*)&normgen_rmsnorm_fwd_6a409f24bcc2, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_74581943cca9, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
-  {(const void*)&normgen_rmsnorm_fwd_1e4b6220a735, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_ef708283f7b4, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_e20753c392da, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_ae088d31388b, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
-  {(const void*)&normgen_rmsnorm_fwd_610d7522a01b, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_83b5f49242c7, 3, 512, 4, 512, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr512.h5120
-  {(const void*)&normgen_rmsnorm_fwd_d7f6b99dbfe8, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
-  {(const void*)&normgen_rmsnorm_fwd_81f2f8bc8bfc, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_782e3304543a, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_9475e52ab2c2, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
-  {(const void*)&normgen_rmsnorm_fwd_7e505ab49f1f, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_ceadf8029243, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_0aa337f223c8, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
-  {(const void*)&normgen_rmsnorm_fwd_11c77084cee9, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
-  {(const void*)&normgen_rmsnorm_fwd_8ff2fb3aa73c, 0, 128, 4, 128, 7, 2, 4, 0, 7168 },  // regs.t128.v4.tpr128.i7.c2.early.h7168
-  {(const void*)&normgen_rmsnorm_fwd_ed357d8f9730, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_3f06f503b37d, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_eb0af0bab249, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
-  {(const void*)&normgen_rmsnorm_fwd_f8d1f5db19c7, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
-  {(const void*)&normgen_rmsnorm_fwd_a2f3a0fdc816, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_48237df52464, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_f56aa16b2cc2, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8ad4801a1d25, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_eb961f81436b, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_77c9fc6b34ec, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_ada12100ef4f, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_6477fb0607c5, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_18954f2d099f, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
-  {(const void*)&normgen_rmsnorm_fwd_a49df9f36afe, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
-  {(const void*)&normgen_rmsnorm_fwd_4a63ba5174b3, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_35ad7816e261, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_eb721d90a124, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_fb1b3e21b5d2, 0, 128, 4, 128, 6, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_5d4a2400330f, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_8d153224fd2f, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_21ff07caaef7, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
-  {(const void*)&normgen_rmsnorm_fwd_e0d7ea95c891, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
-  {(const void*)&normgen_rmsnorm_fwd_eb3769dd4a1b, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
-  {(const void*)&normgen_rmsnorm_fwd_757b6eb52d41, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
-  {(const void*)&normgen_rmsnorm_fwd_411757daf49d, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_a3f2c71d6c91, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_9f98a2ec790a, 0, 64, 4, 64, 8, 8, 4, 0, 16384 },  // regs.t64.v4.tpr64.i8.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_0a1b1dea1723, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_32533d5a5ecd, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
-  {(const void*)&normgen_rmsnorm_fwd_cbf14edaa0ff, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
-  {(const void*)&normgen_rmsnorm_fwd_fda46310eda2, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_42439c2272f9, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_33081ebcc5ed, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_d935ff426d57, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
-  {(const void*)&normgen_rmsnorm_fwd_6db506a2ba8c, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_7f9d5224299f, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_a71d75438c3d, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
-  {(const void*)&normgen_rmsnorm_fwd_4ad2f43f268f, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_5493d8e296d4, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
-  {(const void*)&normgen_rmsnorm_fwd_7a047a337f8d, 0, 128, 4, 128, 8, 16, 4, 0, 65536 },  // regs.t128.v4.tpr128.i8.c16.early.h65536
-  {(const void*)&normgen_rmsnorm_fwd_79385a139c1f, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_362ac14b561f, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_80f0591b0a29, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
-  {(const void*)&normgen_rmsnorm_fwd_5ab1a92d5d0f, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_5c1b832c19b1, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_124fe01461ec, 2, 256, 4, 256, 0, 4, 4, 0, 65536 },  // smem.t256.v4.tpr256.c4.h65536
-  {(const void*)&normgen_rmsnorm_fwd_21210842394e, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d1750b6682d9, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_af5f4174dd3a, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_72cfb91d6a27, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_e330942e14e5, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_d206477935c8, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
-  {(const void*)&normgen_rmsnorm_fwd_aef9aafba688, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
-  {(const void*)&normgen_rmsnorm_fwd_52c1afab4c82, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_4975fa1100df, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
-  {(const void*)&normgen_rmsnorm_fwd_4145224fe11f, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
-  {(const void*)&normgen_rmsnorm_fwd_2bdcdb056c5e, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_0ccc94faced9, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
-  {(const void*)&normgen_rmsnorm_fwd_e5c272e5eb18, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
-  {(const void*)&normgen_rmsnorm_fwd_40a17149c5b8, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
-  {(const void*)&normgen_rmsnorm_fwd_8c8ddd600cd8, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
-  {(const void*)&normgen_rmsnorm_fwd_e1d67f89048e, 1, 256, 4, 32, 8, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr32.i8.h1024
-  {(const void*)&normgen_rmsnorm_fwd_128079f70001, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_d240953695ec, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
-  {(const void*)&normgen_rmsnorm_fwd_d3cefdfe472e, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
-  {(const void*)&normgen_rmsnorm_fwd_fbb0ce5d0925, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
-  {(const void*)&normgen_rmsnorm_fwd_207036bed2e5, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
-  {(const void*)&normgen_rmsnorm_fwd_a3055a5f3f8c, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
-  {(const void*)&normgen_rmsnorm_fwd_f5a6c734b213, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
-  {(const void*)&normgen_rmsnorm_fwd_0d8ca4660a69, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
-  {(const void*)&normgen_rmsnorm_fwd_6befb0f25a99, 2, 512, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t512.v4.tpr512.h2048
-  {(const void*)&normgen_rmsnorm_fwd_b1fa83563faf, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
-  {(const void*)&normgen_rmsnorm_fwd_e0162918a365, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
-  {(const void*)&normgen_rmsnorm_fwd_6a6c2d152dff, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
-  {(const void*)&normgen_rmsnorm_fwd_8824287dcf12, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_5b30d4a9b35d, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_c3ad258dfb32, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_e2c105cd3ce6, 1, 512, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i3
-  {(const void*)&normgen_rmsnorm_fwd_2171c66c29c5, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
-  {(const void*)&normgen_rmsnorm_fwd_72b6346fc2f7, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
-  {(const void*)&normgen_rmsnorm_fwd_26c08c0197c4, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
-  {(const void*)&normgen_rmsnorm_fwd_6438e22cf86c, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
-  {(const void*)&normgen_rmsnorm_fwd_ca307f384e53, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap1536.h3072
-  {(const void*)&normgen_rmsnorm_fwd_01c77dbcd1e6, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
-  {(const void*)&normgen_rmsnorm_fwd_edbd6efd0dec, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_58367789cfcd, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_e006a2146ebe, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_6022c5efafb1, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
-  {(const void*)&normgen_rmsnorm_fwd_5dda9292e358, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_17e14ae24da9, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
-  {(const void*)&normgen_rmsnorm_fwd_1c61f392020f, 0, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1
-  {(const void*)&normgen_rmsnorm_fwd_171186b3482d, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
-  {(const void*)&normgen_rmsnorm_fwd_586e10646e4d, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
-  {(const void*)&normgen_rmsnorm_fwd_4324aa90b301, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_0198c41d7066, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
-  {(const void*)&normgen_rmsnorm_fwd_57c976e640d2, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_fced526ee68f, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
-  {(const void*)&normgen_rmsnorm_fwd_0a50db73b8fc, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
-  {(const void*)&normgen_rmsnorm_fwd_05e3e894d735, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
-  {(const void*)&normgen_rmsnorm_fwd_48949e029233, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
-  {(const void*)&normgen_rmsnorm_fwd_3a4e10653247, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_defce0ba5b61, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_502005821070, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
-  {(const void*)&normgen_rmsnorm_fwd_8ad19f1e4401, 0, 1024, 4, 1024, 2, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr1024.i2.cap2048.h6144
-  {(const void*)&normgen_rmsnorm_fwd_b087ee589cae, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
-  {(const void*)&normgen_rmsnorm_fwd_264d33f59791, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
-  {(const void*)&normgen_rmsnorm_fwd_d01d265df3b2, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_16666419d478, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
-  {(const void*)&normgen_rmsnorm_fwd_b3455b44120f, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8811f42b9c04, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
-  {(const void*)&normgen_rmsnorm_fwd_2a9dffde5a77, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
-  {(const void*)&normgen_rmsnorm_fwd_8c66473c7f57, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
-  {(const void*)&normgen_rmsnorm_fwd_6158806e5a18, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
-  {(const void*)&normgen_rmsnorm_fwd_c8810ae2773b, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_9307a8f46918, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_bba4c891c351, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
-  {(const void*)&normgen_rmsnorm_fwd_5288c39db551, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
-  {(const void*)&normgen_rmsnorm_fwd_3f24750220d7, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5c1a08f6c13c, 2, 1024, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t1024.v4.tpr512.h8192
-  {(const void*)&normgen_rmsnorm_fwd_5281ad655e94, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
-  {(const void*)&normgen_rmsnorm_fwd_51b0edae5f8e, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
-  {(const void*)&normgen_rmsnorm_fwd_dece889e2f44, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
-  {(const void*)&normgen_rmsnorm_fwd_9e204beda60d, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_f88a80ea8c22, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
-  {(const void*)&normgen_rmsnorm_fwd_ef715640299f, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
-  {(const void*)&normgen_rmsnorm_fwd_7cd57ca68dcc, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
-  {(const void*)&normgen_rmsnorm_fwd_ab3a7d8cd79a, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
-  {(const void*)&normgen_rmsnorm_fwd_07aba21f7598, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
-  {(const void*)&normgen_rmsnorm_fwd_6683c2afc870, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
-  {(const void*)&normgen_rmsnorm_fwd_6837c622d5d0, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f5fd26433823, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
-  {(const void*)&normgen_rmsnorm_fwd_aed5d2309ac5, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1b0e341d79fe, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
-  {(const void*)&normgen_rmsnorm_fwd_533d9d305ea3, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
-  {(const void*)&normgen_rmsnorm_fwd_f3f2e54788d7, 2, 1024, 4, 1024, 0, 1, 4, 0, 16384 },  // smem.t1024.v4.tpr1024.h16384
-  {(const void*)&normgen_rmsnorm_fwd_1baca5178c8d, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
-  {(const void*)&normgen_rmsnorm_fwd_ee4ba7b3ed18, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
-  {(const void*)&normgen_rmsnorm_fwd_17a883dc51ca, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_cb388ba376c4, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_24e815b33e27, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
-  {(const void*)&normgen_rmsnorm_fwd_8cde8f5fff52, 2, 1024, 4, 1024, 0, 2, 4, 0, 32768 },  // smem.t1024.v4.tpr1024.c2.h32768
-  {(const void*)&normgen_rmsnorm_fwd_08bd3b8323dc, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
-  {(const void*)&normgen_rmsnorm_fwd_85dbe333098c, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
-  {(const void*)&normgen_rmsnorm_fwd_78e7832b12a3, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_26cc79c8973e, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
-  {(const void*)&normgen_rmsnorm_fwd_afe5e6f5e459, 4, 256, 4, 256, 4, 16, 4, 114688, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.defer.h65536
-  {(const void*)&normgen_rmsnorm_fwd_970381726e83, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
-  {(const void*)&normgen_rmsnorm_fwd_f1e3877aa4ce, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
-  {(const void*)&normgen_rmsnorm_fwd_d8a4d57df61a, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
-  {(const void*)&normgen_rmsnorm_fwd_d87311fd5d3f, 4, 256, 4, 256, 8, 16, 4, 163840, 131072 },  // ring.t256.v4.tpr256.i8.c16.s2.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_b3850c355a6f, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
-  {(const void*)&normgen_rmsnorm_fwd_15827a670441, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
-  {(const void*)&normgen_rmsnorm_fwd_31c82034c048, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_a68f4acf9201, (const void*)&normgen_layernorm_fwd_a68f4acf9201_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_5f042a3c882f, (const void*)&normgen_layernorm_fwd_5f042a3c882f_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_3ed58036bf52, (const void*)&normgen_layernorm_fwd_3ed58036bf52_plain, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_d96d84db271f, (const void*)&normgen_layernorm_fwd_d96d84db271f_plain, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.h512
+  {(const void*)&normgen_layernorm_fwd_6c8929d0ae36, (const void*)&normgen_layernorm_fwd_6c8929d0ae36_plain, 4, 128, 8, 32, 2, 1, 2, 12288, 512 },  // ring.t128.v8.tpr32.i2.s3.h512
+  {(const void*)&normgen_layernorm_fwd_c93844dee154, (const void*)&normgen_layernorm_fwd_c93844dee154_plain, 4, 512, 8, 16, 4, 1, 2, 67584, 512 },  // ring.t512.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_b9883d2bad3a, (const void*)&normgen_layernorm_fwd_b9883d2bad3a_plain, 4, 128, 8, 8, 8, 1, 2, 51200, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_20547f14aaca, (const void*)&normgen_layernorm_fwd_20547f14aaca_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_440dfcc5ef69, (const void*)&normgen_layernorm_fwd_440dfcc5ef69_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_layernorm_fwd_6e16d329ed8e, (const void*)&normgen_layernorm_fwd_6e16d329ed8e_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_layernorm_fwd_6f819abdebde, (const void*)&normgen_layernorm_fwd_6f819abdebde_plain, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_0d77ee8ae32c, (const void*)&normgen_layernorm_fwd_0d77ee8ae32c_plain, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_0d0fbd4e0dc6, (const void*)&normgen_layernorm_fwd_0d0fbd4e0dc6_plain, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_5d1b9bfdebe8, (const void*)&normgen_layernorm_fwd_5d1b9bfdebe8_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_7a7c3c9d3fc8, (const void*)&normgen_layernorm_fwd_7a7c3c9d3fc8_plain, 0, 64, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t64.v8.tpr64.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_a401dc07b436, (const void*)&normgen_layernorm_fwd_a401dc07b436_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap2048.h1024
+  {(const void*)&normgen_layernorm_fwd_a44130f649e5, (const void*)&normgen_layernorm_fwd_a44130f649e5_plain, 4, 128, 8, 64, 2, 1, 2, 12288, 1024 },  // ring.t128.v8.tpr64.i2.s3.h1024
+  {(const void*)&normgen_layernorm_fwd_b107a1deb10f, (const void*)&normgen_layernorm_fwd_b107a1deb10f_plain, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+  {(const void*)&normgen_layernorm_fwd_e01d55329a15, (const void*)&normgen_layernorm_fwd_e01d55329a15_plain, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_e00956e8a022, (const void*)&normgen_layernorm_fwd_e00956e8a022_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_7006429b3f8d, (const void*)&normgen_layernorm_fwd_7006429b3f8d_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_layernorm_fwd_3d00ef626088, (const void*)&normgen_layernorm_fwd_3d00ef626088_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.h1536
+  {(const void*)&normgen_layernorm_fwd_5f4041f0d4c8, (const void*)&normgen_layernorm_fwd_5f4041f0d4c8_plain, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.cap.h1536
+  {(const void*)&normgen_layernorm_fwd_9626e1699137, (const void*)&normgen_layernorm_fwd_9626e1699137_plain, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_da8fc714c1fd, (const void*)&normgen_layernorm_fwd_da8fc714c1fd_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_71a542626f6a, (const void*)&normgen_layernorm_fwd_71a542626f6a_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_layernorm_fwd_0847fc905fee, (const void*)&normgen_layernorm_fwd_0847fc905fee_plain, 4, 256, 8, 32, 8, 1, 2, 73728, 2048 },  // ring.t256.v8.tpr32.i8.s2.sw.hold.h2048
+  {(const void*)&normgen_layernorm_fwd_231f16f93fac, (const void*)&normgen_layernorm_fwd_231f16f93fac_plain, 4, 128, 8, 32, 8, 1, 2, 57344, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_d4e03967a8d1, (const void*)&normgen_layernorm_fwd_d4e03967a8d1_plain, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_28bdf2560fce, (const void*)&normgen_layernorm_fwd_28bdf2560fce_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_56dedc50b97b, (const void*)&normgen_layernorm_fwd_56dedc50b97b_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_e18440d81401, (const void*)&normgen_layernorm_fwd_e18440d81401_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_layernorm_fwd_bf9f10499cde, (const void*)&normgen_layernorm_fwd_bf9f10499cde_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_layernorm_fwd_394ed8ae246b, (const void*)&normgen_layernorm_fwd_394ed8ae246b_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_6ee6bd0dc07b, (const void*)&normgen_layernorm_fwd_6ee6bd0dc07b_plain, 4, 128, 8, 128, 3, 1, 2, 24576, 2560 },  // ring.t128.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_layernorm_fwd_9482150a0056, (const void*)&normgen_layernorm_fwd_9482150a0056_plain, 0, 128, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t128.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_03644b113189, (const void*)&normgen_layernorm_fwd_03644b113189_plain, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_ed9bcbb2ce42, (const void*)&normgen_layernorm_fwd_ed9bcbb2ce42_plain, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_17f98bea4e9e, (const void*)&normgen_layernorm_fwd_17f98bea4e9e_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_layernorm_fwd_9b0bf9593101, (const void*)&normgen_layernorm_fwd_9b0bf9593101_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_035152b75c9e, (const void*)&normgen_layernorm_fwd_035152b75c9e_plain, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_87701b2f06ff, (const void*)&normgen_layernorm_fwd_87701b2f06ff_plain, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.cap.h3072
+  {(const void*)&normgen_layernorm_fwd_972d605c81b7, (const void*)&normgen_layernorm_fwd_972d605c81b7_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_layernorm_fwd_6bb93c614661, (const void*)&normgen_layernorm_fwd_6bb93c614661_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.h4096
+  {(const void*)&normgen_layernorm_fwd_c9be64f6547d, (const void*)&normgen_layernorm_fwd_c9be64f6547d_plain, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
+  {(const void*)&normgen_layernorm_fwd_34c545bec8a0, (const void*)&normgen_layernorm_fwd_34c545bec8a0_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_838b55943b37, (const void*)&normgen_layernorm_fwd_838b55943b37_plain, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_5b49685d73b3, (const void*)&normgen_layernorm_fwd_5b49685d73b3_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_cc5bd0ee09a6, (const void*)&normgen_layernorm_fwd_cc5bd0ee09a6_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_f904f7435609, (const void*)&normgen_layernorm_fwd_f904f7435609_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_5fe9d23c0146, (const void*)&normgen_layernorm_fwd_5fe9d23c0146_plain, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_8b467992e9fb, (const void*)&normgen_layernorm_fwd_8b467992e9fb_plain, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_72a9c65b980f, (const void*)&normgen_layernorm_fwd_72a9c65b980f_plain, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_243d50fd1052, (const void*)&normgen_layernorm_fwd_243d50fd1052_plain, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_b5eb8f585abe, (const void*)&normgen_layernorm_fwd_b5eb8f585abe_plain, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.early.h6144
+  {(const void*)&normgen_layernorm_fwd_4121b6b79103, (const void*)&normgen_layernorm_fwd_4121b6b79103_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_layernorm_fwd_c260bc8b956e, (const void*)&normgen_layernorm_fwd_c260bc8b956e_plain, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_374ed7492908, (const void*)&normgen_layernorm_fwd_374ed7492908_plain, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_layernorm_fwd_33bf004dca53, (const void*)&normgen_layernorm_fwd_33bf004dca53_plain, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_189610f058ae, (const void*)&normgen_layernorm_fwd_189610f058ae_plain, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_236845bc3174, (const void*)&normgen_layernorm_fwd_236845bc3174_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_9102fa4ce3fa, (const void*)&normgen_layernorm_fwd_9102fa4ce3fa_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_layernorm_fwd_aed08f134e21, (const void*)&normgen_layernorm_fwd_aed08f134e21_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_layernorm_fwd_8627c5ca6bce, (const void*)&normgen_layernorm_fwd_8627c5ca6bce_plain, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_d6344be05bb3, (const void*)&normgen_layernorm_fwd_d6344be05bb3_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_6a2379796fc7, (const void*)&normgen_layernorm_fwd_6a2379796fc7_plain, 0, 128, 8, 128, 8, 1, 2, 0, 8192 },  // regs.t128.v8.tpr128.i8.early.h8192
+  {(const void*)&normgen_layernorm_fwd_7972cd8c40e4, (const void*)&normgen_layernorm_fwd_7972cd8c40e4_plain, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_1a21e5e3a36b, (const void*)&normgen_layernorm_fwd_1a21e5e3a36b_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_0580f517725f, (const void*)&normgen_layernorm_fwd_0580f517725f_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_a3e9501bf767, (const void*)&normgen_layernorm_fwd_a3e9501bf767_plain, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_layernorm_fwd_20a90a08ebd9, (const void*)&normgen_layernorm_fwd_20a90a08ebd9_plain, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_19abce4c652f, (const void*)&normgen_layernorm_fwd_19abce4c652f_plain, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_9202cd703619, (const void*)&normgen_layernorm_fwd_9202cd703619_plain, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_8483577bc46a, (const void*)&normgen_layernorm_fwd_8483577bc46a_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_4cb7e6777be9, (const void*)&normgen_layernorm_fwd_4cb7e6777be9_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_8f57f586e902, (const void*)&normgen_layernorm_fwd_8f57f586e902_plain, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_decb4dd8b0ba, (const void*)&normgen_layernorm_fwd_decb4dd8b0ba_plain, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_ab981da34f25, (const void*)&normgen_layernorm_fwd_ab981da34f25_plain, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_c9e90b3a4ee6, (const void*)&normgen_layernorm_fwd_c9e90b3a4ee6_plain, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_890475d326a3, (const void*)&normgen_layernorm_fwd_890475d326a3_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_982e04ee35e5, (const void*)&normgen_layernorm_fwd_982e04ee35e5_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_0f00105733c6, (const void*)&normgen_layernorm_fwd_0f00105733c6_plain, 0, 64, 8, 64, 4, 16, 2, 0, 32768 },  // regs.t64.v8.tpr64.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_da8926d7c038, (const void*)&normgen_layernorm_fwd_da8926d7c038_plain, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_layernorm_fwd_a46bffb51ace, (const void*)&normgen_layernorm_fwd_a46bffb51ace_plain, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_c751fcc2016d, (const void*)&normgen_layernorm_fwd_c751fcc2016d_plain, 4, 256, 8, 256, 8, 2, 2, 163840, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+  {(const void*)&normgen_layernorm_fwd_4f7f1ed2430c, (const void*)&normgen_layernorm_fwd_4f7f1ed2430c_plain, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_2e834c54e8b7, (const void*)&normgen_layernorm_fwd_2e834c54e8b7_plain, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_ba3b3ca7f448, (const void*)&normgen_layernorm_fwd_ba3b3ca7f448_plain, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_68d2505cf08f, (const void*)&normgen_layernorm_fwd_68d2505cf08f_plain, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_e998b787d006, (const void*)&normgen_layernorm_fwd_e998b787d006_plain, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_e02421ee889c, (const void*)&normgen_layernorm_fwd_e02421ee889c_plain, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_7deea909d9a5, (const void*)&normgen_layernorm_fwd_7deea909d9a5_plain, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_faf54f5a3b74, (const void*)&normgen_layernorm_fwd_faf54f5a3b74_plain, 4, 256, 8, 256, 8, 4, 2, 163840, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_98abb1496a64, (const void*)&normgen_layernorm_fwd_98abb1496a64_plain, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_8eff3cf9d95a, (const void*)&normgen_layernorm_fwd_8eff3cf9d95a_plain, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_56bc5654b943, (const void*)&normgen_layernorm_fwd_56bc5654b943_plain, 0, 256, 8, 256, 4, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i4.c16.early
+  {(const void*)&normgen_layernorm_fwd_1b2cbf704176, (const void*)&normgen_layernorm_fwd_1b2cbf704176_plain, 0, 128, 8, 128, 8, 16, 2, 0, 131072 },  // regs.t128.v8.tpr128.i8.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_e90f2b08b303, (const void*)&normgen_layernorm_fwd_e90f2b08b303_plain, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_d079e19b40bd, (const void*)&normgen_layernorm_fwd_d079e19b40bd_plain, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_68c08ec49889, (const void*)&normgen_layernorm_fwd_68c08ec49889_plain, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_e242c4c315cb, (const void*)&normgen_layernorm_fwd_e242c4c315cb_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_13bc755d6780, (const void*)&normgen_layernorm_fwd_13bc755d6780_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_layernorm_fwd_8ee58b8d653f, (const void*)&normgen_layernorm_fwd_8ee58b8d653f_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_dbbb203c6199, (const void*)&normgen_layernorm_fwd_dbbb203c6199_plain, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_df1fb0b8ba54, (const void*)&normgen_layernorm_fwd_df1fb0b8ba54_plain, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_4dced097f096, (const void*)&normgen_layernorm_fwd_4dced097f096_plain, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.cap.h512
+  {(const void*)&normgen_layernorm_fwd_3ca59262f993, (const void*)&normgen_layernorm_fwd_3ca59262f993_plain, 4, 128, 8, 32, 2, 1, 2, 12288, 512 },  // ring.t128.v8.tpr32.i2.s3.h512
+  {(const void*)&normgen_layernorm_fwd_45ef4754caf3, (const void*)&normgen_layernorm_fwd_45ef4754caf3_plain, 4, 256, 8, 16, 4, 1, 2, 34816, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_layernorm_fwd_7e4f29c6e52c, (const void*)&normgen_layernorm_fwd_7e4f29c6e52c_plain, 4, 256, 8, 8, 8, 1, 2, 100352, 512 },  // ring.t256.v8.tpr8.i8.s3.sw.h512
+  {(const void*)&normgen_layernorm_fwd_fafad106c041, (const void*)&normgen_layernorm_fwd_fafad106c041_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_layernorm_fwd_f4b0f6a75809, (const void*)&normgen_layernorm_fwd_f4b0f6a75809_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_layernorm_fwd_f6af90abe5a6, (const void*)&normgen_layernorm_fwd_f6af90abe5a6_plain, 0, 256, 8, 32, 3, 1, 2, 0, 768 },  // regs.t256.v8.tpr32.i3.h768
+  {(const void*)&normgen_layernorm_fwd_cdfa8de0bdd9, (const void*)&normgen_layernorm_fwd_cdfa8de0bdd9_plain, 4, 128, 8, 32, 3, 1, 2, 21504, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_layernorm_fwd_8db00a82092e, (const void*)&normgen_layernorm_fwd_8db00a82092e_plain, 0, 128, 8, 32, 3, 1, 2, 0, 768 },  // regs.t128.v8.tpr32.i3.cap.h768
+  {(const void*)&normgen_layernorm_fwd_593259fb1c15, (const void*)&normgen_layernorm_fwd_593259fb1c15_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_layernorm_fwd_444ec064a71d, (const void*)&normgen_layernorm_fwd_444ec064a71d_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap.h1024
+  {(const void*)&normgen_layernorm_fwd_1fae49067eff, (const void*)&normgen_layernorm_fwd_1fae49067eff_plain, 0, 256, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t256.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_layernorm_fwd_62b52d326906, (const void*)&normgen_layernorm_fwd_62b52d326906_plain, 4, 128, 8, 16, 8, 1, 2, 53248, 1024 },  // ring.t128.v8.tpr16.i8.s3.sw.hold.h1024
+  {(const void*)&normgen_layernorm_fwd_26338cad0ff2, (const void*)&normgen_layernorm_fwd_26338cad0ff2_plain, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_208c06988d67, (const void*)&normgen_layernorm_fwd_208c06988d67_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_layernorm_fwd_a54497da1325, (const void*)&normgen_layernorm_fwd_a54497da1325_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_layernorm_fwd_00d4101572ff, (const void*)&normgen_layernorm_fwd_00d4101572ff_plain, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_e103dd6bde77, (const void*)&normgen_layernorm_fwd_e103dd6bde77_plain, 4, 256, 8, 32, 6, 1, 2, 79872, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_layernorm_fwd_c264a0b184da, (const void*)&normgen_layernorm_fwd_c264a0b184da_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_layernorm_fwd_d1785932d23e, (const void*)&normgen_layernorm_fwd_d1785932d23e_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_8843db3b9d6f, (const void*)&normgen_layernorm_fwd_8843db3b9d6f_plain, 4, 128, 8, 128, 2, 1, 2, 16384, 2048 },  // ring.t128.v8.tpr128.i2.s2.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_a33c4f545e32, (const void*)&normgen_layernorm_fwd_a33c4f545e32_plain, 4, 256, 8, 32, 8, 1, 2, 106496, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_layernorm_fwd_3e40861828ef, (const void*)&normgen_layernorm_fwd_3e40861828ef_plain, 0, 64, 8, 64, 4, 1, 2, 0, 2048 },  // regs.t64.v8.tpr64.i4.h2048
+  {(const void*)&normgen_layernorm_fwd_bfbce396a83c, (const void*)&normgen_layernorm_fwd_bfbce396a83c_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_layernorm_fwd_5a1319b22109, (const void*)&normgen_layernorm_fwd_5a1319b22109_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_47700304fabb, (const void*)&normgen_layernorm_fwd_47700304fabb_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_layernorm_fwd_8c4b4a8c0b99, (const void*)&normgen_layernorm_fwd_8c4b4a8c0b99_plain, 4, 128, 8, 64, 5, 1, 2, 30720, 2560 },  // ring.t128.v8.tpr64.i5.s2.sw.hold.h2560
+  {(const void*)&normgen_layernorm_fwd_431757826316, (const void*)&normgen_layernorm_fwd_431757826316_plain, 0, 64, 8, 64, 5, 1, 2, 0, 2560 },  // regs.t64.v8.tpr64.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_4a6d7d44c770, (const void*)&normgen_layernorm_fwd_4a6d7d44c770_plain, 0, 64, 8, 64, 5, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i5
+  {(const void*)&normgen_layernorm_fwd_afcc5455008d, (const void*)&normgen_layernorm_fwd_afcc5455008d_plain, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_layernorm_fwd_745811288d98, (const void*)&normgen_layernorm_fwd_745811288d98_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.h3072
+  {(const void*)&normgen_layernorm_fwd_f1b884d994ea, (const void*)&normgen_layernorm_fwd_f1b884d994ea_plain, 4, 128, 8, 128, 3, 1, 2, 30720, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_layernorm_fwd_45cc3664b77c, (const void*)&normgen_layernorm_fwd_45cc3664b77c_plain, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_41b50f8e55b3, (const void*)&normgen_layernorm_fwd_41b50f8e55b3_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_layernorm_fwd_c922cd1c6b98, (const void*)&normgen_layernorm_fwd_c922cd1c6b98_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.cap.h4096
+  {(const void*)&normgen_layernorm_fwd_c3bcfae5d067, (const void*)&normgen_layernorm_fwd_c3bcfae5d067_plain, 4, 128, 8, 64, 8, 1, 2, 65536, 4096 },  // ring.t128.v8.tpr64.i8.s3.sw.hold.h4096
+  {(const void*)&normgen_layernorm_fwd_ed31c175c7cd, (const void*)&normgen_layernorm_fwd_ed31c175c7cd_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.h4096
+  {(const void*)&normgen_layernorm_fwd_421fd345f19b, (const void*)&normgen_layernorm_fwd_421fd345f19b_plain, 3, 128, 8, 128, 0, 1, 2, 0, 4096 },  // reload.t128.v8.tpr128.cap1536.h4096
+  {(const void*)&normgen_layernorm_fwd_aed875321c8c, (const void*)&normgen_layernorm_fwd_aed875321c8c_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_layernorm_fwd_5aacfb8942c3, (const void*)&normgen_layernorm_fwd_5aacfb8942c3_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_7e10a774e447, (const void*)&normgen_layernorm_fwd_7e10a774e447_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.cap.h5120
+  {(const void*)&normgen_layernorm_fwd_1bf736a92d14, (const void*)&normgen_layernorm_fwd_1bf736a92d14_plain, 4, 128, 8, 128, 5, 1, 2, 51200, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_layernorm_fwd_b778d3b10de2, (const void*)&normgen_layernorm_fwd_b778d3b10de2_plain, 0, 128, 8, 128, 5, 1, 2, 0, 5120 },  // regs.t128.v8.tpr128.i5.h5120
+  {(const void*)&normgen_layernorm_fwd_6cee2c7732be, (const void*)&normgen_layernorm_fwd_6cee2c7732be_plain, 0, 128, 8, 128, 5, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i5
+  {(const void*)&normgen_layernorm_fwd_9040867c929b, (const void*)&normgen_layernorm_fwd_9040867c929b_plain, 0, 256, 8, 256, 2, 2, 2, 0, 6144 },  // regs.t256.v8.tpr256.i2.c2.early.h6144
+  {(const void*)&normgen_layernorm_fwd_8e3db7444fc0, (const void*)&normgen_layernorm_fwd_8e3db7444fc0_plain, 0, 256, 8, 256, 3, 1, 2, 0, 6144 },  // regs.t256.v8.tpr256.i3.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_2785b2ed244e, (const void*)&normgen_layernorm_fwd_2785b2ed244e_plain, 4, 512, 8, 256, 3, 1, 2, 49152, 6144 },  // ring.t512.v8.tpr256.i3.s2.h6144
+  {(const void*)&normgen_layernorm_fwd_43eb0bb29ec5, (const void*)&normgen_layernorm_fwd_43eb0bb29ec5_plain, 0, 128, 8, 128, 6, 1, 2, 0, 6144 },  // regs.t128.v8.tpr128.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_95c1581e4c14, (const void*)&normgen_layernorm_fwd_95c1581e4c14_plain, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
+  {(const void*)&normgen_layernorm_fwd_9a586a1e9384, (const void*)&normgen_layernorm_fwd_9a586a1e9384_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_a06c7ae9e07a, (const void*)&normgen_layernorm_fwd_a06c7ae9e07a_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_layernorm_fwd_90706a9b4ed4, (const void*)&normgen_layernorm_fwd_90706a9b4ed4_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_e276c4ca319d, (const void*)&normgen_layernorm_fwd_e276c4ca319d_plain, 4, 128, 8, 128, 7, 1, 2, 71680, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_layernorm_fwd_700f7d75dbf5, (const void*)&normgen_layernorm_fwd_700f7d75dbf5_plain, 0, 128, 8, 128, 7, 1, 2, 0, 7168 },  // regs.t128.v8.tpr128.i7.h7168
+  {(const void*)&normgen_layernorm_fwd_f3d5565289b0, (const void*)&normgen_layernorm_fwd_f3d5565289b0_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_0776ca6dca26, (const void*)&normgen_layernorm_fwd_0776ca6dca26_plain, 0, 128, 8, 128, 4, 2, 2, 0, 8192 },  // regs.t128.v8.tpr128.i4.c2.early.h8192
+  {(const void*)&normgen_layernorm_fwd_f9e2647dfb44, (const void*)&normgen_layernorm_fwd_f9e2647dfb44_plain, 4, 128, 8, 128, 4, 2, 2, 40960, 8192 },  // ring.t128.v8.tpr128.i4.c2.s3.sw.h8192
+  {(const void*)&normgen_layernorm_fwd_eabea2a6fc46, (const void*)&normgen_layernorm_fwd_eabea2a6fc46_plain, 0, 256, 8, 256, 4, 1, 2, 0, 8192 },  // regs.t256.v8.tpr256.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_16753eb26252, (const void*)&normgen_layernorm_fwd_16753eb26252_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_layernorm_fwd_e0a7a4e71c55, (const void*)&normgen_layernorm_fwd_e0a7a4e71c55_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_f0cc42fe66d7, (const void*)&normgen_layernorm_fwd_f0cc42fe66d7_plain, 0, 256, 8, 256, 3, 2, 2, 0, 12288 },  // regs.t256.v8.tpr256.i3.c2.early.h12288
+  {(const void*)&normgen_layernorm_fwd_d6ed2dbbefe7, (const void*)&normgen_layernorm_fwd_d6ed2dbbefe7_plain, 4, 128, 8, 128, 6, 2, 2, 61440, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_layernorm_fwd_d51fbf52b132, (const void*)&normgen_layernorm_fwd_d51fbf52b132_plain, 0, 256, 8, 256, 6, 1, 2, 0, 12288 },  // regs.t256.v8.tpr256.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_ec50d31d84b8, (const void*)&normgen_layernorm_fwd_ec50d31d84b8_plain, 2, 128, 8, 128, 0, 1, 2, 0, 12288 },  // smem.t128.v8.tpr128.h12288
+  {(const void*)&normgen_layernorm_fwd_f2c77946e214, (const void*)&normgen_layernorm_fwd_f2c77946e214_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_180eaef8cefd, (const void*)&normgen_layernorm_fwd_180eaef8cefd_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_a196baa28d77, (const void*)&normgen_layernorm_fwd_a196baa28d77_plain, 0, 256, 8, 256, 4, 2, 2, 0, 16384 },  // regs.t256.v8.tpr256.i4.c2.early.h16384
+  {(const void*)&normgen_layernorm_fwd_b8a5a93ee500, (const void*)&normgen_layernorm_fwd_b8a5a93ee500_plain, 4, 128, 8, 128, 8, 2, 2, 81920, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_layernorm_fwd_5a40a124ddfd, (const void*)&normgen_layernorm_fwd_5a40a124ddfd_plain, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_40eb2add3315, (const void*)&normgen_layernorm_fwd_40eb2add3315_plain, 2, 256, 8, 256, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr256.h16384
+  {(const void*)&normgen_layernorm_fwd_460bbe5c1d42, (const void*)&normgen_layernorm_fwd_460bbe5c1d42_plain, 2, 256, 8, 128, 0, 1, 2, 0, 16384 },  // smem.t256.v8.tpr128.h16384
+  {(const void*)&normgen_layernorm_fwd_bdbfe832431f, (const void*)&normgen_layernorm_fwd_bdbfe832431f_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_80cd3e628ad7, (const void*)&normgen_layernorm_fwd_80cd3e628ad7_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_layernorm_fwd_488f730bcdbb, (const void*)&normgen_layernorm_fwd_488f730bcdbb_plain, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_layernorm_fwd_642f203303b4, (const void*)&normgen_layernorm_fwd_642f203303b4_plain, 0, 512, 8, 512, 4, 2, 2, 0, 32768 },  // regs.t512.v8.tpr512.i4.c2.h32768
+  {(const void*)&normgen_layernorm_fwd_fec674f000a5, (const void*)&normgen_layernorm_fwd_fec674f000a5_plain, 4, 512, 8, 512, 4, 2, 2, 163840, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_layernorm_fwd_6060668d1b4b, (const void*)&normgen_layernorm_fwd_6060668d1b4b_plain, 4, 1024, 8, 1024, 4, 1, 2, 131072, 32768 },  // ring.t1024.v8.tpr1024.i4.s2.h32768
+  {(const void*)&normgen_layernorm_fwd_052032c7ca93, (const void*)&normgen_layernorm_fwd_052032c7ca93_plain, 2, 256, 8, 256, 0, 1, 2, 0, 32768 },  // smem.t256.v8.tpr256.h32768
+  {(const void*)&normgen_layernorm_fwd_6deccc116ca4, (const void*)&normgen_layernorm_fwd_6deccc116ca4_plain, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_cdd427168c19, (const void*)&normgen_layernorm_fwd_cdd427168c19_plain, 4, 128, 8, 128, 4, 16, 2, 40960, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_6ef3355e9a0f, (const void*)&normgen_layernorm_fwd_6ef3355e9a0f_plain, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.hold.h65536
+  {(const void*)&normgen_layernorm_fwd_5682468124d6, (const void*)&normgen_layernorm_fwd_5682468124d6_plain, 4, 128, 8, 128, 8, 8, 2, 81920, 65536 },  // ring.t128.v8.tpr128.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_8e08090ea67f, (const void*)&normgen_layernorm_fwd_8e08090ea67f_plain, 2, 256, 8, 256, 0, 2, 2, 0, 65536 },  // smem.t256.v8.tpr256.c2.h65536
+  {(const void*)&normgen_layernorm_fwd_19c79538cb79, (const void*)&normgen_layernorm_fwd_19c79538cb79_plain, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_29c0fc7b75f5, (const void*)&normgen_layernorm_fwd_29c0fc7b75f5_plain, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_e0745c289281, (const void*)&normgen_layernorm_fwd_e0745c289281_plain, 4, 128, 8, 128, 8, 16, 2, 81920, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.hold.h131072
+  {(const void*)&normgen_layernorm_fwd_8142430ea903, (const void*)&normgen_layernorm_fwd_8142430ea903_plain, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_layernorm_fwd_b50cfd5cff14, (const void*)&normgen_layernorm_fwd_b50cfd5cff14_plain, 4, 256, 8, 256, 8, 8, 2, 163840, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.h131072
+  {(const void*)&normgen_layernorm_fwd_51fcf9be0d78, (const void*)&normgen_layernorm_fwd_51fcf9be0d78_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_layernorm_fwd_3e39e43f65bc, (const void*)&normgen_layernorm_fwd_3e39e43f65bc_plain, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_layernorm_fwd_7ebda106881f, (const void*)&normgen_layernorm_fwd_7ebda106881f_plain, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_layernorm_fwd_2be97c43ab91, (const void*)&normgen_layernorm_fwd_2be97c43ab91_plain, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
+  {(const void*)&normgen_layernorm_fwd_8da77fc4e66b, (const void*)&normgen_layernorm_fwd_8da77fc4e66b_plain, 1, 128, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t128.v4.tpr128.i1.h512
+  {(const void*)&normgen_layernorm_fwd_44c636a04602, (const void*)&normgen_layernorm_fwd_44c636a04602_plain, 1, 256, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr32.i4.h512
+  {(const void*)&normgen_layernorm_fwd_6df797857afa, (const void*)&normgen_layernorm_fwd_6df797857afa_plain, 1, 512, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr64.i2.h512
+  {(const void*)&normgen_layernorm_fwd_661fb65d60cd, (const void*)&normgen_layernorm_fwd_661fb65d60cd_plain, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_layernorm_fwd_1942b36b191f, (const void*)&normgen_layernorm_fwd_1942b36b191f_plain, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.cap.h512
+  {(const void*)&normgen_layernorm_fwd_09f7c0b1c850, (const void*)&normgen_layernorm_fwd_09f7c0b1c850_plain, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2.cap
+  {(const void*)&normgen_layernorm_fwd_1f4a1a7a540a, (const void*)&normgen_layernorm_fwd_1f4a1a7a540a_plain, 0, 64, 4, 64, 3, 1, 4, 0, 768 },  // regs.t64.v4.tpr64.i3.early.h768
+  {(const void*)&normgen_layernorm_fwd_3f36f5ece5de, (const void*)&normgen_layernorm_fwd_3f36f5ece5de_plain, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_layernorm_fwd_08b756866831, (const void*)&normgen_layernorm_fwd_08b756866831_plain, 1, 256, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr64.i3.h768
+  {(const void*)&normgen_layernorm_fwd_27039e2b6940, (const void*)&normgen_layernorm_fwd_27039e2b6940_plain, 1, 256, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr64.i3
+  {(const void*)&normgen_layernorm_fwd_764204d093e4, (const void*)&normgen_layernorm_fwd_764204d093e4_plain, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap2048.h768
+  {(const void*)&normgen_layernorm_fwd_43339e4bfc3c, (const void*)&normgen_layernorm_fwd_43339e4bfc3c_plain, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_layernorm_fwd_685f8619a35b, (const void*)&normgen_layernorm_fwd_685f8619a35b_plain, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_layernorm_fwd_339cb03c1e94, (const void*)&normgen_layernorm_fwd_339cb03c1e94_plain, 1, 256, 4, 64, 4, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr64.i4.h1024
+  {(const void*)&normgen_layernorm_fwd_5aefb85ca88c, (const void*)&normgen_layernorm_fwd_5aefb85ca88c_plain, 1, 256, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i2
+  {(const void*)&normgen_layernorm_fwd_6f84f5e4979e, (const void*)&normgen_layernorm_fwd_6f84f5e4979e_plain, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.cap1536.h1024
+  {(const void*)&normgen_layernorm_fwd_f6961df3e816, (const void*)&normgen_layernorm_fwd_f6961df3e816_plain, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.cap1536
+  {(const void*)&normgen_layernorm_fwd_03a8f5f9e08c, (const void*)&normgen_layernorm_fwd_03a8f5f9e08c_plain, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_layernorm_fwd_5737cf22e253, (const void*)&normgen_layernorm_fwd_5737cf22e253_plain, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_layernorm_fwd_f0ad96ef75fe, (const void*)&normgen_layernorm_fwd_f0ad96ef75fe_plain, 1, 64, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t64.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_2662af59b350, (const void*)&normgen_layernorm_fwd_2662af59b350_plain, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_8aeb29b59563, (const void*)&normgen_layernorm_fwd_8aeb29b59563_plain, 1, 128, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i3
+  {(const void*)&normgen_layernorm_fwd_eda2d70631a3, (const void*)&normgen_layernorm_fwd_eda2d70631a3_plain, 1, 256, 4, 64, 6, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr64.i6.h1536
+  {(const void*)&normgen_layernorm_fwd_43cc12dc90aa, (const void*)&normgen_layernorm_fwd_43cc12dc90aa_plain, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_layernorm_fwd_214d1715c920, (const void*)&normgen_layernorm_fwd_214d1715c920_plain, 0, 128, 4, 128, 3, 1, 4, 0, 1536 },  // regs.t128.v4.tpr128.i3.cap1536.h1536
+  {(const void*)&normgen_layernorm_fwd_6a5918feca3e, (const void*)&normgen_layernorm_fwd_6a5918feca3e_plain, 0, 128, 4, 128, 4, 1, 4, 0, 2048 },  // regs.t128.v4.tpr128.i4.early.h2048
+  {(const void*)&normgen_layernorm_fwd_1367441f754c, (const void*)&normgen_layernorm_fwd_1367441f754c_plain, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_layernorm_fwd_7e95018b613d, (const void*)&normgen_layernorm_fwd_7e95018b613d_plain, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap.h2048
+  {(const void*)&normgen_layernorm_fwd_5350f699fdfa, (const void*)&normgen_layernorm_fwd_5350f699fdfa_plain, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
+  {(const void*)&normgen_layernorm_fwd_9c390a9b520e, (const void*)&normgen_layernorm_fwd_9c390a9b520e_plain, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_layernorm_fwd_2024ecb82c76, (const void*)&normgen_layernorm_fwd_2024ecb82c76_plain, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_layernorm_fwd_723e017067c1, (const void*)&normgen_layernorm_fwd_723e017067c1_plain, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_layernorm_fwd_0f08e5b78caf, (const void*)&normgen_layernorm_fwd_0f08e5b78caf_plain, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.cap1536.h2560
+  {(const void*)&normgen_layernorm_fwd_5de4a03b5b2e, (const void*)&normgen_layernorm_fwd_5de4a03b5b2e_plain, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_layernorm_fwd_0f63a5b35199, (const void*)&normgen_layernorm_fwd_0f63a5b35199_plain, 0, 128, 4, 128, 6, 1, 4, 0, 3072 },  // regs.t128.v4.tpr128.i6.early.h3072
+  {(const void*)&normgen_layernorm_fwd_bfe2d5b6826b, (const void*)&normgen_layernorm_fwd_bfe2d5b6826b_plain, 1, 256, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr128.i6.h3072
+  {(const void*)&normgen_layernorm_fwd_32e154e55f4d, (const void*)&normgen_layernorm_fwd_32e154e55f4d_plain, 3, 256, 4, 256, 0, 1, 4, 0, 3072 },  // reload.t256.v4.tpr256.h3072
+  {(const void*)&normgen_layernorm_fwd_abe3a8c43917, (const void*)&normgen_layernorm_fwd_abe3a8c43917_plain, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_0b102b93cb95, (const void*)&normgen_layernorm_fwd_0b102b93cb95_plain, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_layernorm_fwd_f89a1d18783a, (const void*)&normgen_layernorm_fwd_f89a1d18783a_plain, 1, 128, 4, 128, 4, 2, 4, 0, 4096 },  // pipelined.t128.v4.tpr128.i4.c2.h4096
+  {(const void*)&normgen_layernorm_fwd_ff040db758d2, (const void*)&normgen_layernorm_fwd_ff040db758d2_plain, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.early.h4096
+  {(const void*)&normgen_layernorm_fwd_fabf586f682b, (const void*)&normgen_layernorm_fwd_fabf586f682b_plain, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_layernorm_fwd_1f4d91d00bda, (const void*)&normgen_layernorm_fwd_1f4d91d00bda_plain, 3, 512, 4, 256, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr256.cap1536
+  {(const void*)&normgen_layernorm_fwd_d3bb74a19a35, (const void*)&normgen_layernorm_fwd_d3bb74a19a35_plain, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_layernorm_fwd_ceb4f7e13e13, (const void*)&normgen_layernorm_fwd_ceb4f7e13e13_plain, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_layernorm_fwd_8c74576aa22d, (const void*)&normgen_layernorm_fwd_8c74576aa22d_plain, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_layernorm_fwd_9f70fb90171f, (const void*)&normgen_layernorm_fwd_9f70fb90171f_plain, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_layernorm_fwd_edef09bbaa26, (const void*)&normgen_layernorm_fwd_edef09bbaa26_plain, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_layernorm_fwd_81d4c6670cd2, (const void*)&normgen_layernorm_fwd_81d4c6670cd2_plain, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_b96ca6f95ca5, (const void*)&normgen_layernorm_fwd_b96ca6f95ca5_plain, 3, 512, 4, 256, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr256.cap1536.h5120
+  {(const void*)&normgen_layernorm_fwd_b615a5efa53f, (const void*)&normgen_layernorm_fwd_b615a5efa53f_plain, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_layernorm_fwd_7043ff430936, (const void*)&normgen_layernorm_fwd_7043ff430936_plain, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_layernorm_fwd_d41bd8b48f91, (const void*)&normgen_layernorm_fwd_d41bd8b48f91_plain, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_layernorm_fwd_7a5f953de142, (const void*)&normgen_layernorm_fwd_7a5f953de142_plain, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_layernorm_fwd_180a5e106294, (const void*)&normgen_layernorm_fwd_180a5e106294_plain, 3, 512, 4, 512, 0, 1, 4, 0, 6144 },  // reload.t512.v4.tpr512.cap.h6144
+  {(const void*)&normgen_layernorm_fwd_f99f1fbc9cfd, (const void*)&normgen_layernorm_fwd_f99f1fbc9cfd_plain, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_02861f8d92d8, (const void*)&normgen_layernorm_fwd_02861f8d92d8_plain, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_layernorm_fwd_69697742dab9, (const void*)&normgen_layernorm_fwd_69697742dab9_plain, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_layernorm_fwd_d7f579e02115, (const void*)&normgen_layernorm_fwd_d7f579e02115_plain, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.early.h7168
+  {(const void*)&normgen_layernorm_fwd_3bb4d906941d, (const void*)&normgen_layernorm_fwd_3bb4d906941d_plain, 0, 256, 4, 256, 7, 1, 4, 0, 7168 },  // regs.t256.v4.tpr256.i7.cap.h7168
+  {(const void*)&normgen_layernorm_fwd_b76f475211b5, (const void*)&normgen_layernorm_fwd_b76f475211b5_plain, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_layernorm_fwd_253c3961a5d7, (const void*)&normgen_layernorm_fwd_253c3961a5d7_plain, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_layernorm_fwd_8e62a9f02584, (const void*)&normgen_layernorm_fwd_8e62a9f02584_plain, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_layernorm_fwd_bb3818ac7ebc, (const void*)&normgen_layernorm_fwd_bb3818ac7ebc_plain, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_layernorm_fwd_e952961eae51, (const void*)&normgen_layernorm_fwd_e952961eae51_plain, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_layernorm_fwd_c98cb20f28b5, (const void*)&normgen_layernorm_fwd_c98cb20f28b5_plain, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_layernorm_fwd_65b42797e6e0, (const void*)&normgen_layernorm_fwd_65b42797e6e0_plain, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.cap.h8192
+  {(const void*)&normgen_layernorm_fwd_a1570eb62de4, (const void*)&normgen_layernorm_fwd_a1570eb62de4_plain, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.cap1536.h8192
+  {(const void*)&normgen_layernorm_fwd_27ac1f88f818, (const void*)&normgen_layernorm_fwd_27ac1f88f818_plain, 1, 128, 4, 128, 6, 4, 4, 0, 12288 },  // pipelined.t128.v4.tpr128.i6.c4.h12288
+  {(const void*)&normgen_layernorm_fwd_19d4cda99211, (const void*)&normgen_layernorm_fwd_19d4cda99211_plain, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_layernorm_fwd_b6824aee5df8, (const void*)&normgen_layernorm_fwd_b6824aee5df8_plain, 1, 512, 4, 512, 2, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c4
+  {(const void*)&normgen_layernorm_fwd_adf306c07650, (const void*)&normgen_layernorm_fwd_adf306c07650_plain, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_layernorm_fwd_3d087be1a021, (const void*)&normgen_layernorm_fwd_3d087be1a021_plain, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_layernorm_fwd_e59f93c2f4c7, (const void*)&normgen_layernorm_fwd_e59f93c2f4c7_plain, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_layernorm_fwd_008e2edd04eb, (const void*)&normgen_layernorm_fwd_008e2edd04eb_plain, 3, 512, 4, 512, 0, 1, 4, 0, 12288 },  // reload.t512.v4.tpr512.cap1536.h12288
+  {(const void*)&normgen_layernorm_fwd_891583c01d5d, (const void*)&normgen_layernorm_fwd_891583c01d5d_plain, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_layernorm_fwd_67416ae122b6, (const void*)&normgen_layernorm_fwd_67416ae122b6_plain, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_layernorm_fwd_e01e374df547, (const void*)&normgen_layernorm_fwd_e01e374df547_plain, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_layernorm_fwd_4974ac9c4125, (const void*)&normgen_layernorm_fwd_4974ac9c4125_plain, 1, 512, 4, 512, 4, 2, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i4.c2.h16384
+  {(const void*)&normgen_layernorm_fwd_bb72ae9322ef, (const void*)&normgen_layernorm_fwd_bb72ae9322ef_plain, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_layernorm_fwd_14ca78aa0274, (const void*)&normgen_layernorm_fwd_14ca78aa0274_plain, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.cap.h16384
+  {(const void*)&normgen_layernorm_fwd_fd6b434fe33e, (const void*)&normgen_layernorm_fwd_fd6b434fe33e_plain, 0, 512, 4, 512, 8, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i8
+  {(const void*)&normgen_layernorm_fwd_23f4b33660c0, (const void*)&normgen_layernorm_fwd_23f4b33660c0_plain, 0, 128, 4, 128, 4, 16, 4, 0, 32768 },  // regs.t128.v4.tpr128.i4.c16.early.h32768
+  {(const void*)&normgen_layernorm_fwd_4d8dfffb6b69, (const void*)&normgen_layernorm_fwd_4d8dfffb6b69_plain, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_layernorm_fwd_b748d89d5fca, (const void*)&normgen_layernorm_fwd_b748d89d5fca_plain, 1, 256, 4, 256, 4, 8, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i4.c8.h32768
+  {(const void*)&normgen_layernorm_fwd_90aea131716f, (const void*)&normgen_layernorm_fwd_90aea131716f_plain, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_layernorm_fwd_a881488ebc06, (const void*)&normgen_layernorm_fwd_a881488ebc06_plain, 2, 256, 4, 256, 0, 4, 4, 0, 0 },  // smem.t256.v4.tpr256.c4
+  {(const void*)&normgen_layernorm_fwd_766748cb9ce9, (const void*)&normgen_layernorm_fwd_766748cb9ce9_plain, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
+  {(const void*)&normgen_layernorm_fwd_e1e659616d24, (const void*)&normgen_layernorm_fwd_e1e659616d24_plain, 0, 256, 4, 256, 4, 16, 4, 0, 65536 },  // regs.t256.v4.tpr256.i4.c16.early.h65536
+  {(const void*)&normgen_layernorm_fwd_9689370caaf1, (const void*)&normgen_layernorm_fwd_9689370caaf1_plain, 1, 128, 4, 128, 8, 16, 4, 0, 65536 },  // pipelined.t128.v4.tpr128.i8.c16.h65536
+  {(const void*)&normgen_layernorm_fwd_421fa6396dbd, (const void*)&normgen_layernorm_fwd_421fa6396dbd_plain, 4, 256, 4, 256, 8, 8, 4, 163840, 65536 },  // ring.t256.v4.tpr256.i8.c8.s3.sw.h65536
+  {(const void*)&normgen_layernorm_fwd_f46945d21b07, (const void*)&normgen_layernorm_fwd_f46945d21b07_plain, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
+  {(const void*)&normgen_layernorm_fwd_69ef554da70f, (const void*)&normgen_layernorm_fwd_69ef554da70f_plain, 1, 256, 4, 256, 8, 16, 4, 0, 131072 },  // pipelined.t256.v4.tpr256.i8.c16.h131072
+  {(const void*)&normgen_layernorm_fwd_624171760dda, (const void*)&normgen_layernorm_fwd_624171760dda_plain, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_layernorm_fwd_74a433e6991b, (const void*)&normgen_layernorm_fwd_74a433e6991b_plain, 4, 256, 4, 256, 8, 16, 4, 196608, 131072 },  // ring.t256.v4.tpr256.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_layernorm_fwd_405aac1bd25a, (const void*)&normgen_layernorm_fwd_405aac1bd25a_plain, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_5960bccfe24f, (const void*)&normgen_rmsnorm_fwd_5960bccfe24f_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_6085e422a39c, (const void*)&normgen_rmsnorm_fwd_6085e422a39c_plain, 0, 64, 8, 64, 1, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_f364bbb4ea69, (const void*)&normgen_rmsnorm_fwd_f364bbb4ea69_plain, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_04c926b3fd41, (const void*)&normgen_rmsnorm_fwd_04c926b3fd41_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_ad260471e8e9, (const void*)&normgen_rmsnorm_fwd_ad260471e8e9_plain, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_141304f399df, (const void*)&normgen_rmsnorm_fwd_141304f399df_plain, 4, 128, 8, 64, 1, 1, 2, 5120, 512 },  // ring.t128.v8.tpr64.i1.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_f87acb49558c, (const void*)&normgen_rmsnorm_fwd_f87acb49558c_plain, 0, 256, 8, 32, 2, 1, 2, 0, 512 },  // regs.t256.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_c87b202dfc6d, (const void*)&normgen_rmsnorm_fwd_c87b202dfc6d_plain, 4, 512, 8, 16, 4, 1, 2, 66560, 512 },  // ring.t512.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_a216133c887e, (const void*)&normgen_rmsnorm_fwd_a216133c887e_plain, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_ab4b794e5c56, (const void*)&normgen_rmsnorm_fwd_ab4b794e5c56_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_1a7dfbef6a80, (const void*)&normgen_rmsnorm_fwd_1a7dfbef6a80_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_466dcfb32b0a, (const void*)&normgen_rmsnorm_fwd_466dcfb32b0a_plain, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_11e59bcd15c3, (const void*)&normgen_rmsnorm_fwd_11e59bcd15c3_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap2048.h768
+  {(const void*)&normgen_rmsnorm_fwd_a6f9463300eb, (const void*)&normgen_rmsnorm_fwd_a6f9463300eb_plain, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_cf195247244c, (const void*)&normgen_rmsnorm_fwd_cf195247244c_plain, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_aa5777fee401, (const void*)&normgen_rmsnorm_fwd_aa5777fee401_plain, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_e70e1a7d6991, (const void*)&normgen_rmsnorm_fwd_e70e1a7d6991_plain, 0, 128, 8, 32, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr32.i3
+  {(const void*)&normgen_rmsnorm_fwd_38eb0e74a7a3, (const void*)&normgen_rmsnorm_fwd_38eb0e74a7a3_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_84241283c585, (const void*)&normgen_rmsnorm_fwd_84241283c585_plain, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_17db49285b45, (const void*)&normgen_rmsnorm_fwd_17db49285b45_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b679f4cc304c, (const void*)&normgen_rmsnorm_fwd_b679f4cc304c_plain, 4, 512, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t512.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_387f6becbb75, (const void*)&normgen_rmsnorm_fwd_387f6becbb75_plain, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_35650aed4a4d, (const void*)&normgen_rmsnorm_fwd_35650aed4a4d_plain, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_563446275f53, (const void*)&normgen_rmsnorm_fwd_563446275f53_plain, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_7d11a27f6fcc, (const void*)&normgen_rmsnorm_fwd_7d11a27f6fcc_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_97bd86cd6d5f, (const void*)&normgen_rmsnorm_fwd_97bd86cd6d5f_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_518116dca35d, (const void*)&normgen_rmsnorm_fwd_518116dca35d_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap2048.h1536
+  {(const void*)&normgen_rmsnorm_fwd_21f13c203dec, (const void*)&normgen_rmsnorm_fwd_21f13c203dec_plain, 4, 512, 8, 32, 6, 1, 2, 101376, 1536 },  // ring.t512.v8.tpr32.i6.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b030c597dee5, (const void*)&normgen_rmsnorm_fwd_b030c597dee5_plain, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_483bfbc219da, (const void*)&normgen_rmsnorm_fwd_483bfbc219da_plain, 0, 64, 8, 64, 3, 1, 2, 0, 0 },  // regs.t64.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_ef17e5df27c8, (const void*)&normgen_rmsnorm_fwd_ef17e5df27c8_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8422b780ecae, (const void*)&normgen_rmsnorm_fwd_8422b780ecae_plain, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_10a59cc658cc, (const void*)&normgen_rmsnorm_fwd_10a59cc658cc_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_8f3570eae18f, (const void*)&normgen_rmsnorm_fwd_8f3570eae18f_plain, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_08ac0f637932, (const void*)&normgen_rmsnorm_fwd_08ac0f637932_plain, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_d6e71d66e067, (const void*)&normgen_rmsnorm_fwd_d6e71d66e067_plain, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_f4e0ee9e6a51, (const void*)&normgen_rmsnorm_fwd_f4e0ee9e6a51_plain, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_957ad921ffde, (const void*)&normgen_rmsnorm_fwd_957ad921ffde_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_0a6399c10828, (const void*)&normgen_rmsnorm_fwd_0a6399c10828_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_e4df3eda8fd6, (const void*)&normgen_rmsnorm_fwd_e4df3eda8fd6_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_a23e8a109351, (const void*)&normgen_rmsnorm_fwd_a23e8a109351_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_c5c350644339, (const void*)&normgen_rmsnorm_fwd_c5c350644339_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap2048.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5554470e2ee4, (const void*)&normgen_rmsnorm_fwd_5554470e2ee4_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_75410989f039, (const void*)&normgen_rmsnorm_fwd_75410989f039_plain, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6dc642e44c3f, (const void*)&normgen_rmsnorm_fwd_6dc642e44c3f_plain, 4, 128, 8, 64, 5, 1, 2, 35840, 2560 },  // ring.t128.v8.tpr64.i5.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_f4e7d72ecd5c, (const void*)&normgen_rmsnorm_fwd_f4e7d72ecd5c_plain, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_7c611ac01e0e, (const void*)&normgen_rmsnorm_fwd_7c611ac01e0e_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_4eafec7bffd2, (const void*)&normgen_rmsnorm_fwd_4eafec7bffd2_plain, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_0e8912cab45d, (const void*)&normgen_rmsnorm_fwd_0e8912cab45d_plain, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_52631f05e016, (const void*)&normgen_rmsnorm_fwd_52631f05e016_plain, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e1432ba61f5f, (const void*)&normgen_rmsnorm_fwd_e1432ba61f5f_plain, 4, 128, 8, 64, 6, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr64.i6.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_b10a777438b7, (const void*)&normgen_rmsnorm_fwd_b10a777438b7_plain, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e3c4dd569381, (const void*)&normgen_rmsnorm_fwd_e3c4dd569381_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_28eab34d9ac0, (const void*)&normgen_rmsnorm_fwd_28eab34d9ac0_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9b2bf4c9fd7e, (const void*)&normgen_rmsnorm_fwd_9b2bf4c9fd7e_plain, 2, 256, 8, 256, 0, 1, 2, 0, 4096 },  // smem.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_b645e666d06f, (const void*)&normgen_rmsnorm_fwd_b645e666d06f_plain, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_c40cc5936212, (const void*)&normgen_rmsnorm_fwd_c40cc5936212_plain, 3, 256, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_265623d29c1d, (const void*)&normgen_rmsnorm_fwd_265623d29c1d_plain, 3, 512, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_37415c4f9990, (const void*)&normgen_rmsnorm_fwd_37415c4f9990_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_577a34400fba, (const void*)&normgen_rmsnorm_fwd_577a34400fba_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_352ace211274, (const void*)&normgen_rmsnorm_fwd_352ace211274_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_c8a573cda1b5, (const void*)&normgen_rmsnorm_fwd_c8a573cda1b5_plain, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_cc560f456412, (const void*)&normgen_rmsnorm_fwd_cc560f456412_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d758a4a78dcc, (const void*)&normgen_rmsnorm_fwd_d758a4a78dcc_plain, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c74e1edd32b7, (const void*)&normgen_rmsnorm_fwd_c74e1edd32b7_plain, 3, 256, 8, 256, 0, 1, 2, 0, 5120 },  // reload.t256.v8.tpr256.cap1536.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dd2ad0aa73f0, (const void*)&normgen_rmsnorm_fwd_dd2ad0aa73f0_plain, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_41c22f94c066, (const void*)&normgen_rmsnorm_fwd_41c22f94c066_plain, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e991264d2307, (const void*)&normgen_rmsnorm_fwd_e991264d2307_plain, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_586ef67f83f0, (const void*)&normgen_rmsnorm_fwd_586ef67f83f0_plain, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_0ffae29bbe56, (const void*)&normgen_rmsnorm_fwd_0ffae29bbe56_plain, 3, 256, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b4412a3c0192, (const void*)&normgen_rmsnorm_fwd_b4412a3c0192_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_7c65c9faae43, (const void*)&normgen_rmsnorm_fwd_7c65c9faae43_plain, 0, 128, 8, 128, 4, 2, 2, 0, 7168 },  // regs.t128.v8.tpr128.i4.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_d9bdb2253b4c, (const void*)&normgen_rmsnorm_fwd_d9bdb2253b4c_plain, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_d52b91a00e0b, (const void*)&normgen_rmsnorm_fwd_d52b91a00e0b_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_abcb4950ec71, (const void*)&normgen_rmsnorm_fwd_abcb4950ec71_plain, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_19c927fb2209, (const void*)&normgen_rmsnorm_fwd_19c927fb2209_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_bc5f4ed2397b, (const void*)&normgen_rmsnorm_fwd_bc5f4ed2397b_plain, 4, 128, 8, 128, 7, 1, 2, 43008, 7168 },  // ring.t128.v8.tpr128.i7.s2.sw.h7168
+  {(const void*)&normgen_rmsnorm_fwd_b743f422fc14, (const void*)&normgen_rmsnorm_fwd_b743f422fc14_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9d64131f278e, (const void*)&normgen_rmsnorm_fwd_9d64131f278e_plain, 0, 256, 8, 256, 1, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_e231013fdc1e, (const void*)&normgen_rmsnorm_fwd_e231013fdc1e_plain, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_98f5798eda36, (const void*)&normgen_rmsnorm_fwd_98f5798eda36_plain, 0, 128, 8, 128, 2, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_61cd6fc8e52d, (const void*)&normgen_rmsnorm_fwd_61cd6fc8e52d_plain, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9e7653b9e3e5, (const void*)&normgen_rmsnorm_fwd_9e7653b9e3e5_plain, 4, 512, 8, 512, 2, 1, 2, 49152, 0 },  // ring.t512.v8.tpr512.i2.s3
+  {(const void*)&normgen_rmsnorm_fwd_74ace3e1043c, (const void*)&normgen_rmsnorm_fwd_74ace3e1043c_plain, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a8cd71a67d49, (const void*)&normgen_rmsnorm_fwd_a8cd71a67d49_plain, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_327298b0db7c, (const void*)&normgen_rmsnorm_fwd_327298b0db7c_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_1f360591ade2, (const void*)&normgen_rmsnorm_fwd_1f360591ade2_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_3d13cc65fd4c, (const void*)&normgen_rmsnorm_fwd_3d13cc65fd4c_plain, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_31924ab6d909, (const void*)&normgen_rmsnorm_fwd_31924ab6d909_plain, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_da57e4cc0260, (const void*)&normgen_rmsnorm_fwd_da57e4cc0260_plain, 4, 512, 8, 512, 3, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr512.i3.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_20b9a5acad0d, (const void*)&normgen_rmsnorm_fwd_20b9a5acad0d_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_9a0684cd8ef7, (const void*)&normgen_rmsnorm_fwd_9a0684cd8ef7_plain, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6739b7ae0ed6, (const void*)&normgen_rmsnorm_fwd_6739b7ae0ed6_plain, 4, 512, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr256.i6.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_850b83443ecf, (const void*)&normgen_rmsnorm_fwd_850b83443ecf_plain, 3, 512, 8, 512, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f0bc4deee45c, (const void*)&normgen_rmsnorm_fwd_f0bc4deee45c_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_056d45d61436, (const void*)&normgen_rmsnorm_fwd_056d45d61436_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_b3be17cd74bd, (const void*)&normgen_rmsnorm_fwd_b3be17cd74bd_plain, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_5c5c5571cd2f, (const void*)&normgen_rmsnorm_fwd_5c5c5571cd2f_plain, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_8d1d8987dd8a, (const void*)&normgen_rmsnorm_fwd_8d1d8987dd8a_plain, 4, 512, 8, 512, 4, 1, 2, 98304, 16384 },  // ring.t512.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6413b7b5efc9, (const void*)&normgen_rmsnorm_fwd_6413b7b5efc9_plain, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.cap1536.h16384
+  {(const void*)&normgen_rmsnorm_fwd_05778eb2d832, (const void*)&normgen_rmsnorm_fwd_05778eb2d832_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_519adb45e0dd, (const void*)&normgen_rmsnorm_fwd_519adb45e0dd_plain, 0, 128, 8, 128, 2, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_4818a40deeab, (const void*)&normgen_rmsnorm_fwd_4818a40deeab_plain, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_dbd90c848693, (const void*)&normgen_rmsnorm_fwd_dbd90c848693_plain, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2aa31534f975, (const void*)&normgen_rmsnorm_fwd_2aa31534f975_plain, 0, 512, 8, 512, 4, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_2176d4dd3f3c, (const void*)&normgen_rmsnorm_fwd_2176d4dd3f3c_plain, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_8c0ae173fae5, (const void*)&normgen_rmsnorm_fwd_8c0ae173fae5_plain, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4ed63137b81e, (const void*)&normgen_rmsnorm_fwd_4ed63137b81e_plain, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_8cbc43791055, (const void*)&normgen_rmsnorm_fwd_8cbc43791055_plain, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_34cfeaa0a1e7, (const void*)&normgen_rmsnorm_fwd_34cfeaa0a1e7_plain, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_ce7dabd04cc3, (const void*)&normgen_rmsnorm_fwd_ce7dabd04cc3_plain, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b09ad4f2c218, (const void*)&normgen_rmsnorm_fwd_b09ad4f2c218_plain, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_59b92a6bad7d, (const void*)&normgen_rmsnorm_fwd_59b92a6bad7d_plain, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_927f670086f5, (const void*)&normgen_rmsnorm_fwd_927f670086f5_plain, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_dc4650d5dd73, (const void*)&normgen_rmsnorm_fwd_dc4650d5dd73_plain, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d222218f5025, (const void*)&normgen_rmsnorm_fwd_d222218f5025_plain, 0, 512, 8, 512, 2, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_54fb493aae95, (const void*)&normgen_rmsnorm_fwd_54fb493aae95_plain, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_6dec22fdda8a, (const void*)&normgen_rmsnorm_fwd_6dec22fdda8a_plain, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_4199efeac4b7, (const void*)&normgen_rmsnorm_fwd_4199efeac4b7_plain, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d5502bbdba21, (const void*)&normgen_rmsnorm_fwd_d5502bbdba21_plain, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_7c9298cb6553, (const void*)&normgen_rmsnorm_fwd_7c9298cb6553_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_138c1bb5b9fd, (const void*)&normgen_rmsnorm_fwd_138c1bb5b9fd_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_8e55422986fc, (const void*)&normgen_rmsnorm_fwd_8e55422986fc_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_d1931e639970, (const void*)&normgen_rmsnorm_fwd_d1931e639970_plain, 0, 128, 8, 64, 1, 1, 2, 0, 512 },  // regs.t128.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_3980a387daa2, (const void*)&normgen_rmsnorm_fwd_3980a387daa2_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.cap2048.h512
+  {(const void*)&normgen_rmsnorm_fwd_968d52a8c7ba, (const void*)&normgen_rmsnorm_fwd_968d52a8c7ba_plain, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1
+  {(const void*)&normgen_rmsnorm_fwd_14a254cdec45, (const void*)&normgen_rmsnorm_fwd_14a254cdec45_plain, 4, 128, 8, 32, 2, 1, 2, 25600, 512 },  // ring.t128.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_8aa6e338efa2, (const void*)&normgen_rmsnorm_fwd_8aa6e338efa2_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_5044a15107ab, (const void*)&normgen_rmsnorm_fwd_5044a15107ab_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.h768
+  {(const void*)&normgen_rmsnorm_fwd_066500aa287b, (const void*)&normgen_rmsnorm_fwd_066500aa287b_plain, 4, 256, 8, 64, 2, 1, 2, 34816, 768 },  // ring.t256.v8.tpr64.i2.s2.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_9702a9c91e8d, (const void*)&normgen_rmsnorm_fwd_9702a9c91e8d_plain, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_18de4ae35d06, (const void*)&normgen_rmsnorm_fwd_18de4ae35d06_plain, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_877ae774fb70, (const void*)&normgen_rmsnorm_fwd_877ae774fb70_plain, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_fcf2326f088e, (const void*)&normgen_rmsnorm_fwd_fcf2326f088e_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_7707ecd34dc7, (const void*)&normgen_rmsnorm_fwd_7707ecd34dc7_plain, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_4d1e34925441, (const void*)&normgen_rmsnorm_fwd_4d1e34925441_plain, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f7f7e18b8ae2, (const void*)&normgen_rmsnorm_fwd_f7f7e18b8ae2_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_bb0e6a7ddba8, (const void*)&normgen_rmsnorm_fwd_bb0e6a7ddba8_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f325993129f9, (const void*)&normgen_rmsnorm_fwd_f325993129f9_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_ba1be1dd88f8, (const void*)&normgen_rmsnorm_fwd_ba1be1dd88f8_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_95610622cbae, (const void*)&normgen_rmsnorm_fwd_95610622cbae_plain, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cbb207a855d8, (const void*)&normgen_rmsnorm_fwd_cbb207a855d8_plain, 4, 128, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t128.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d28e9130ac8a, (const void*)&normgen_rmsnorm_fwd_d28e9130ac8a_plain, 0, 256, 8, 128, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_3d9816991d2a, (const void*)&normgen_rmsnorm_fwd_3d9816991d2a_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_3b422dec4ae8, (const void*)&normgen_rmsnorm_fwd_3b422dec4ae8_plain, 4, 128, 8, 64, 4, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr64.i4.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_de504b0bafce, (const void*)&normgen_rmsnorm_fwd_de504b0bafce_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_52d656aec6f7, (const void*)&normgen_rmsnorm_fwd_52d656aec6f7_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_ea90be215208, (const void*)&normgen_rmsnorm_fwd_ea90be215208_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8583715c5ddb, (const void*)&normgen_rmsnorm_fwd_8583715c5ddb_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.cap1536.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b619b9eefa8c, (const void*)&normgen_rmsnorm_fwd_b619b9eefa8c_plain, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d9560434ab87, (const void*)&normgen_rmsnorm_fwd_d9560434ab87_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9b1183c737e5, (const void*)&normgen_rmsnorm_fwd_9b1183c737e5_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_2a3acbababa3, (const void*)&normgen_rmsnorm_fwd_2a3acbababa3_plain, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_7d4a620fe7bd, (const void*)&normgen_rmsnorm_fwd_7d4a620fe7bd_plain, 4, 256, 8, 256, 2, 1, 2, 32768, 3072 },  // ring.t256.v8.tpr256.i2.s2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e6dee9d8b7c6, (const void*)&normgen_rmsnorm_fwd_e6dee9d8b7c6_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_ac99ef73ab98, (const void*)&normgen_rmsnorm_fwd_ac99ef73ab98_plain, 4, 512, 8, 256, 2, 1, 2, 106496, 3072 },  // ring.t512.v8.tpr256.i2.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8e2a4591b05e, (const void*)&normgen_rmsnorm_fwd_8e2a4591b05e_plain, 0, 256, 8, 256, 1, 2, 2, 0, 4096 },  // regs.t256.v8.tpr256.i1.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_a20c5fd2f0a2, (const void*)&normgen_rmsnorm_fwd_a20c5fd2f0a2_plain, 4, 128, 8, 128, 4, 1, 2, 57344, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7f6a20e1c4c2, (const void*)&normgen_rmsnorm_fwd_7f6a20e1c4c2_plain, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_b4e9af1744b0, (const void*)&normgen_rmsnorm_fwd_b4e9af1744b0_plain, 0, 256, 8, 256, 2, 2, 2, 0, 5120 },  // regs.t256.v8.tpr256.i2.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_087e56997f11, (const void*)&normgen_rmsnorm_fwd_087e56997f11_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_16e4d1870360, (const void*)&normgen_rmsnorm_fwd_16e4d1870360_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 5120 },  // regs.t1024.v8.tpr1024.i1.h5120
+  {(const void*)&normgen_rmsnorm_fwd_dad79b70cd60, (const void*)&normgen_rmsnorm_fwd_dad79b70cd60_plain, 0, 512, 8, 512, 2, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_dee25ee76d95, (const void*)&normgen_rmsnorm_fwd_dee25ee76d95_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_02923492a075, (const void*)&normgen_rmsnorm_fwd_02923492a075_plain, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_69368da19fb5, (const void*)&normgen_rmsnorm_fwd_69368da19fb5_plain, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.hold.h5120
+  {(const void*)&normgen_rmsnorm_fwd_752857eef236, (const void*)&normgen_rmsnorm_fwd_752857eef236_plain, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_fa601cef9000, (const void*)&normgen_rmsnorm_fwd_fa601cef9000_plain, 2, 256, 8, 256, 0, 1, 2, 0, 0 },  // smem.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_e08434f116c0, (const void*)&normgen_rmsnorm_fwd_e08434f116c0_plain, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_78e2aedb4c9f, (const void*)&normgen_rmsnorm_fwd_78e2aedb4c9f_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_1aeaa5b8e9e4, (const void*)&normgen_rmsnorm_fwd_1aeaa5b8e9e4_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_78a81f7c945a, (const void*)&normgen_rmsnorm_fwd_78a81f7c945a_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_46d7f0e81073, (const void*)&normgen_rmsnorm_fwd_46d7f0e81073_plain, 4, 128, 8, 128, 6, 1, 2, 61440, 6144 },  // ring.t128.v8.tpr128.i6.s2.sw.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6d8b3937ba02, (const void*)&normgen_rmsnorm_fwd_6d8b3937ba02_plain, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_258e96369343, (const void*)&normgen_rmsnorm_fwd_258e96369343_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_4ee54f3f7187, (const void*)&normgen_rmsnorm_fwd_4ee54f3f7187_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_dc7169ffa3ef, (const void*)&normgen_rmsnorm_fwd_dc7169ffa3ef_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_826d319dfdf6, (const void*)&normgen_rmsnorm_fwd_826d319dfdf6_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_24b7bec709a6, (const void*)&normgen_rmsnorm_fwd_24b7bec709a6_plain, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eadfa6df9d52, (const void*)&normgen_rmsnorm_fwd_eadfa6df9d52_plain, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_c5382f6e232d, (const void*)&normgen_rmsnorm_fwd_c5382f6e232d_plain, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5dacba8c7af7, (const void*)&normgen_rmsnorm_fwd_5dacba8c7af7_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9d8cb25938d0, (const void*)&normgen_rmsnorm_fwd_9d8cb25938d0_plain, 4, 256, 8, 256, 1, 4, 2, 20480, 8192 },  // ring.t256.v8.tpr256.i1.c4.s2.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_3fa49de6eb38, (const void*)&normgen_rmsnorm_fwd_3fa49de6eb38_plain, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_7291e6931745, (const void*)&normgen_rmsnorm_fwd_7291e6931745_plain, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e3f6e3d1b9d7, (const void*)&normgen_rmsnorm_fwd_e3f6e3d1b9d7_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_444f6b2c8c6c, (const void*)&normgen_rmsnorm_fwd_444f6b2c8c6c_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_80264c5af4ef, (const void*)&normgen_rmsnorm_fwd_80264c5af4ef_plain, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.h12288
+  {(const void*)&normgen_rmsnorm_fwd_de5c6c7fbe11, (const void*)&normgen_rmsnorm_fwd_de5c6c7fbe11_plain, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_105217a006c3, (const void*)&normgen_rmsnorm_fwd_105217a006c3_plain, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_6155dfc7627a, (const void*)&normgen_rmsnorm_fwd_6155dfc7627a_plain, 2, 512, 8, 512, 0, 1, 2, 0, 0 },  // smem.t512.v8.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_3e72bb09857b, (const void*)&normgen_rmsnorm_fwd_3e72bb09857b_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_791ad57fc611, (const void*)&normgen_rmsnorm_fwd_791ad57fc611_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_0bbf6c657778, (const void*)&normgen_rmsnorm_fwd_0bbf6c657778_plain, 1, 256, 8, 256, 1, 8, 2, 0, 16384 },  // pipelined.t256.v8.tpr256.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_42fd7f14159b, (const void*)&normgen_rmsnorm_fwd_42fd7f14159b_plain, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3f835ae1951, (const void*)&normgen_rmsnorm_fwd_a3f835ae1951_plain, 0, 512, 8, 512, 2, 2, 2, 0, 0 },  // regs.t512.v8.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_19c03f5ecfbb, (const void*)&normgen_rmsnorm_fwd_19c03f5ecfbb_plain, 0, 256, 8, 256, 2, 4, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c4
+  {(const void*)&normgen_rmsnorm_fwd_c58da3683a74, (const void*)&normgen_rmsnorm_fwd_c58da3683a74_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_075d82b36156, (const void*)&normgen_rmsnorm_fwd_075d82b36156_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_ea22b171b17e, (const void*)&normgen_rmsnorm_fwd_ea22b171b17e_plain, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a1b48664efdb, (const void*)&normgen_rmsnorm_fwd_a1b48664efdb_plain, 4, 512, 8, 512, 4, 2, 2, 229376, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_2f607145c8dd, (const void*)&normgen_rmsnorm_fwd_2f607145c8dd_plain, 2, 512, 8, 512, 0, 2, 2, 0, 0 },  // smem.t512.v8.tpr512.c2
+  {(const void*)&normgen_rmsnorm_fwd_b68807e03d36, (const void*)&normgen_rmsnorm_fwd_b68807e03d36_plain, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_54570df712cb, (const void*)&normgen_rmsnorm_fwd_54570df712cb_plain, 0, 256, 8, 256, 2, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_6a9d50383ff3, (const void*)&normgen_rmsnorm_fwd_6a9d50383ff3_plain, 4, 256, 8, 256, 8, 4, 2, 229376, 65536 },  // ring.t256.v8.tpr256.i8.c4.s3.sw.hold.h65536
+  {(const void*)&normgen_rmsnorm_fwd_267b137d8af5, (const void*)&normgen_rmsnorm_fwd_267b137d8af5_plain, 2, 512, 8, 512, 0, 4, 2, 0, 0 },  // smem.t512.v8.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_0bc2510564a9, (const void*)&normgen_rmsnorm_fwd_0bc2510564a9_plain, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_553abfeec5c4, (const void*)&normgen_rmsnorm_fwd_553abfeec5c4_plain, 4, 128, 8, 128, 8, 16, 2, 147456, 131072 },  // ring.t128.v8.tpr128.i8.c16.s4.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_46163e28c878, (const void*)&normgen_rmsnorm_fwd_46163e28c878_plain, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_f90dbeb25bfd, (const void*)&normgen_rmsnorm_fwd_f90dbeb25bfd_plain, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_a2e2e3b27402, (const void*)&normgen_rmsnorm_fwd_a2e2e3b27402_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_594a2e2db5eb, (const void*)&normgen_rmsnorm_fwd_594a2e2db5eb_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_5f0c9ff2d1e4, (const void*)&normgen_rmsnorm_fwd_5f0c9ff2d1e4_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_db924bfa6fe3, (const void*)&normgen_rmsnorm_fwd_db924bfa6fe3_plain, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_733017b6be3f, (const void*)&normgen_rmsnorm_fwd_733017b6be3f_plain, 0, 64, 8, 16, 4, 1, 2, 0, 512 },  // regs.t64.v8.tpr16.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ce4a89ed526c, (const void*)&normgen_rmsnorm_fwd_ce4a89ed526c_plain, 4, 128, 8, 32, 2, 1, 2, 9216, 512 },  // ring.t128.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_99d80cd03eff, (const void*)&normgen_rmsnorm_fwd_99d80cd03eff_plain, 0, 1024, 8, 32, 2, 1, 2, 0, 512 },  // regs.t1024.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_461e980c90d2, (const void*)&normgen_rmsnorm_fwd_461e980c90d2_plain, 4, 256, 8, 16, 4, 1, 2, 33792, 512 },  // ring.t256.v8.tpr16.i4.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_ddbcc50dfb0d, (const void*)&normgen_rmsnorm_fwd_ddbcc50dfb0d_plain, 4, 128, 8, 8, 8, 1, 2, 50176, 512 },  // ring.t128.v8.tpr8.i8.s3.sw.hold.h512
+  {(const void*)&normgen_rmsnorm_fwd_1ec88485416e, (const void*)&normgen_rmsnorm_fwd_1ec88485416e_plain, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_42984226f239, (const void*)&normgen_rmsnorm_fwd_42984226f239_plain, 0, 64, 8, 32, 3, 1, 2, 0, 768 },  // regs.t64.v8.tpr32.i3.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_147ad5bcb72c, (const void*)&normgen_rmsnorm_fwd_147ad5bcb72c_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_b4b56a4227cb, (const void*)&normgen_rmsnorm_fwd_b4b56a4227cb_plain, 0, 512, 8, 32, 3, 1, 2, 0, 768 },  // regs.t512.v8.tpr32.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_4160e4444aaf, (const void*)&normgen_rmsnorm_fwd_4160e4444aaf_plain, 4, 128, 8, 32, 3, 1, 2, 19968, 768 },  // ring.t128.v8.tpr32.i3.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_690f78382367, (const void*)&normgen_rmsnorm_fwd_690f78382367_plain, 4, 256, 8, 16, 6, 1, 2, 75264, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.h768
+  {(const void*)&normgen_rmsnorm_fwd_3455bd697ce6, (const void*)&normgen_rmsnorm_fwd_3455bd697ce6_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_b1fc5bf75042, (const void*)&normgen_rmsnorm_fwd_b1fc5bf75042_plain, 0, 64, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t64.v8.tpr32.i4.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_135be09b85b9, (const void*)&normgen_rmsnorm_fwd_135be09b85b9_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.cap1536.h1024
+  {(const void*)&normgen_rmsnorm_fwd_9174af25c315, (const void*)&normgen_rmsnorm_fwd_9174af25c315_plain, 0, 512, 8, 32, 4, 1, 2, 0, 1024 },  // regs.t512.v8.tpr32.i4.h1024
+  {(const void*)&normgen_rmsnorm_fwd_3ae8c0441d77, (const void*)&normgen_rmsnorm_fwd_3ae8c0441d77_plain, 4, 128, 8, 32, 4, 1, 2, 26624, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_4bfa613b3eeb, (const void*)&normgen_rmsnorm_fwd_4bfa613b3eeb_plain, 0, 128, 8, 64, 2, 1, 2, 0, 1024 },  // regs.t128.v8.tpr64.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_c14d433f7b99, (const void*)&normgen_rmsnorm_fwd_c14d433f7b99_plain, 0, 128, 8, 64, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_ad4a9be0dece, (const void*)&normgen_rmsnorm_fwd_ad4a9be0dece_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_461a75bec8f9, (const void*)&normgen_rmsnorm_fwd_461a75bec8f9_plain, 0, 256, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t256.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fd0aef028469, (const void*)&normgen_rmsnorm_fwd_fd0aef028469_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_cd6bc8abe973, (const void*)&normgen_rmsnorm_fwd_cd6bc8abe973_plain, 4, 128, 8, 64, 3, 1, 2, 15360, 1536 },  // ring.t128.v8.tpr64.i3.s2.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_b79185b4a82d, (const void*)&normgen_rmsnorm_fwd_b79185b4a82d_plain, 4, 256, 8, 32, 6, 1, 2, 76800, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.hold.h1536
+  {(const void*)&normgen_rmsnorm_fwd_29f2f7f369cb, (const void*)&normgen_rmsnorm_fwd_29f2f7f369cb_plain, 0, 128, 8, 64, 3, 1, 2, 0, 1536 },  // regs.t128.v8.tpr64.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_40351dba13f6, (const void*)&normgen_rmsnorm_fwd_40351dba13f6_plain, 0, 128, 8, 64, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_34133ec4d015, (const void*)&normgen_rmsnorm_fwd_34133ec4d015_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0a14f294a2cd, (const void*)&normgen_rmsnorm_fwd_0a14f294a2cd_plain, 0, 256, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t256.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_bad156744178, (const void*)&normgen_rmsnorm_fwd_bad156744178_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6689a37d0d19, (const void*)&normgen_rmsnorm_fwd_6689a37d0d19_plain, 4, 512, 8, 256, 1, 1, 2, 28672, 2048 },  // ring.t512.v8.tpr256.i1.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_fa0015b06e4b, (const void*)&normgen_rmsnorm_fwd_fa0015b06e4b_plain, 4, 128, 8, 32, 8, 1, 2, 53248, 2048 },  // ring.t128.v8.tpr32.i8.s3.sw.hold.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c6c75e9ecdff, (const void*)&normgen_rmsnorm_fwd_c6c75e9ecdff_plain, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_45370d1601f3, (const void*)&normgen_rmsnorm_fwd_45370d1601f3_plain, 0, 128, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t128.v8.tpr128.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3d91dd4109f6, (const void*)&normgen_rmsnorm_fwd_3d91dd4109f6_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_0b9ea3c8eefc, (const void*)&normgen_rmsnorm_fwd_0b9ea3c8eefc_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_947f2e96745b, (const void*)&normgen_rmsnorm_fwd_947f2e96745b_plain, 0, 512, 8, 512, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.early
+  {(const void*)&normgen_rmsnorm_fwd_9539f49a80bf, (const void*)&normgen_rmsnorm_fwd_9539f49a80bf_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_993c3edb4185, (const void*)&normgen_rmsnorm_fwd_993c3edb4185_plain, 4, 512, 8, 128, 3, 1, 2, 55296, 2560 },  // ring.t512.v8.tpr128.i3.s2.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e00cba3cfa70, (const void*)&normgen_rmsnorm_fwd_e00cba3cfa70_plain, 0, 256, 8, 128, 3, 1, 2, 0, 2560 },  // regs.t256.v8.tpr128.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_3e8e8b2dabf7, (const void*)&normgen_rmsnorm_fwd_3e8e8b2dabf7_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_d886b5d0fd3d, (const void*)&normgen_rmsnorm_fwd_d886b5d0fd3d_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_6e3c9eb230b7, (const void*)&normgen_rmsnorm_fwd_6e3c9eb230b7_plain, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.h3072
+  {(const void*)&normgen_rmsnorm_fwd_aae6a7c5b474, (const void*)&normgen_rmsnorm_fwd_aae6a7c5b474_plain, 4, 128, 8, 128, 3, 1, 2, 24576, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8c44a029c5c1, (const void*)&normgen_rmsnorm_fwd_8c44a029c5c1_plain, 0, 128, 8, 128, 3, 1, 2, 0, 3072 },  // regs.t128.v8.tpr128.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_8be426d5a80b, (const void*)&normgen_rmsnorm_fwd_8be426d5a80b_plain, 0, 128, 8, 128, 4, 1, 2, 0, 4096 },  // regs.t128.v8.tpr128.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3c2a9b10b05f, (const void*)&normgen_rmsnorm_fwd_3c2a9b10b05f_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_31784827c183, (const void*)&normgen_rmsnorm_fwd_31784827c183_plain, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_7309ff8aacfa, (const void*)&normgen_rmsnorm_fwd_7309ff8aacfa_plain, 4, 128, 8, 128, 4, 1, 2, 32768, 4096 },  // ring.t128.v8.tpr128.i4.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_9366669aab28, (const void*)&normgen_rmsnorm_fwd_9366669aab28_plain, 3, 256, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t256.v8.tpr256.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3b2160f1252f, (const void*)&normgen_rmsnorm_fwd_3b2160f1252f_plain, 3, 512, 8, 256, 0, 1, 2, 0, 4096 },  // reload.t512.v8.tpr256.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3241740ddec0, (const void*)&normgen_rmsnorm_fwd_3241740ddec0_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6081142b0a32, (const void*)&normgen_rmsnorm_fwd_6081142b0a32_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_9693527c284b, (const void*)&normgen_rmsnorm_fwd_9693527c284b_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_920ff1ce1de5, (const void*)&normgen_rmsnorm_fwd_920ff1ce1de5_plain, 0, 256, 8, 256, 2, 2, 2, 0, 0 },  // regs.t256.v8.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_c4883add768e, (const void*)&normgen_rmsnorm_fwd_c4883add768e_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_8f50d07b412f, (const void*)&normgen_rmsnorm_fwd_8f50d07b412f_plain, 4, 128, 8, 128, 5, 1, 2, 40960, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_c40d51dff675, (const void*)&normgen_rmsnorm_fwd_c40d51dff675_plain, 3, 512, 8, 256, 0, 1, 2, 0, 5120 },  // reload.t512.v8.tpr256.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1c40945248f3, (const void*)&normgen_rmsnorm_fwd_1c40945248f3_plain, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_02167b0f5c60, (const void*)&normgen_rmsnorm_fwd_02167b0f5c60_plain, 0, 512, 8, 512, 2, 1, 2, 0, 6144 },  // regs.t512.v8.tpr512.i2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_a050ad043445, (const void*)&normgen_rmsnorm_fwd_a050ad043445_plain, 2, 512, 8, 512, 0, 1, 2, 0, 6144 },  // smem.t512.v8.tpr512.h6144
+  {(const void*)&normgen_rmsnorm_fwd_75183531738a, (const void*)&normgen_rmsnorm_fwd_75183531738a_plain, 4, 128, 8, 128, 6, 1, 2, 49152, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7d125425a67c, (const void*)&normgen_rmsnorm_fwd_7d125425a67c_plain, 3, 256, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t256.v8.tpr256.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_36f7b9157dd2, (const void*)&normgen_rmsnorm_fwd_36f7b9157dd2_plain, 3, 512, 8, 256, 0, 1, 2, 0, 6144 },  // reload.t512.v8.tpr256.h6144
+  {(const void*)&normgen_rmsnorm_fwd_67733f76ba7e, (const void*)&normgen_rmsnorm_fwd_67733f76ba7e_plain, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5055ce1d3e59, (const void*)&normgen_rmsnorm_fwd_5055ce1d3e59_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_d77d6e4aebea, (const void*)&normgen_rmsnorm_fwd_d77d6e4aebea_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_76bbb88322cd, (const void*)&normgen_rmsnorm_fwd_76bbb88322cd_plain, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_789b0c444a22, (const void*)&normgen_rmsnorm_fwd_789b0c444a22_plain, 4, 128, 8, 128, 7, 1, 2, 57344, 7168 },  // ring.t128.v8.tpr128.i7.s3.sw.hold.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e9ceff0055db, (const void*)&normgen_rmsnorm_fwd_e9ceff0055db_plain, 0, 256, 8, 256, 4, 1, 2, 0, 7168 },  // regs.t256.v8.tpr256.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_6232fc2fe3c7, (const void*)&normgen_rmsnorm_fwd_6232fc2fe3c7_plain, 3, 512, 8, 256, 0, 1, 2, 0, 7168 },  // reload.t512.v8.tpr256.cap1536.h7168
+  {(const void*)&normgen_rmsnorm_fwd_e46df98cb93c, (const void*)&normgen_rmsnorm_fwd_e46df98cb93c_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_dc5b5a457a45, (const void*)&normgen_rmsnorm_fwd_dc5b5a457a45_plain, 0, 64, 8, 64, 4, 4, 2, 0, 8192 },  // regs.t64.v8.tpr64.i4.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_e5ec4bb1a1dc, (const void*)&normgen_rmsnorm_fwd_e5ec4bb1a1dc_plain, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_568053e90f68, (const void*)&normgen_rmsnorm_fwd_568053e90f68_plain, 4, 512, 8, 512, 2, 1, 2, 49152, 8192 },  // ring.t512.v8.tpr512.i2.s3.h8192
+  {(const void*)&normgen_rmsnorm_fwd_04b0f662a8cd, (const void*)&normgen_rmsnorm_fwd_04b0f662a8cd_plain, 4, 128, 8, 128, 8, 1, 2, 65536, 8192 },  // ring.t128.v8.tpr128.i8.s3.sw.hold.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c836628c4d3d, (const void*)&normgen_rmsnorm_fwd_c836628c4d3d_plain, 2, 256, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t256.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_b1d8bde8bd52, (const void*)&normgen_rmsnorm_fwd_b1d8bde8bd52_plain, 3, 512, 8, 256, 0, 1, 2, 0, 8192 },  // reload.t512.v8.tpr256.cap1536.h8192
+  {(const void*)&normgen_rmsnorm_fwd_9a2edaa3baaa, (const void*)&normgen_rmsnorm_fwd_9a2edaa3baaa_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_9505145a6b5d, (const void*)&normgen_rmsnorm_fwd_9505145a6b5d_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_6035a1e7dd87, (const void*)&normgen_rmsnorm_fwd_6035a1e7dd87_plain, 0, 128, 8, 128, 3, 4, 2, 0, 0 },  // regs.t128.v8.tpr128.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_0770ec5ec8cd, (const void*)&normgen_rmsnorm_fwd_0770ec5ec8cd_plain, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_70a7270d47f9, (const void*)&normgen_rmsnorm_fwd_70a7270d47f9_plain, 0, 512, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t512.v8.tpr512.i3.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_22c24eba0ea8, (const void*)&normgen_rmsnorm_fwd_22c24eba0ea8_plain, 4, 128, 8, 128, 6, 2, 2, 49152, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c03e8f08925d, (const void*)&normgen_rmsnorm_fwd_c03e8f08925d_plain, 4, 512, 8, 256, 6, 1, 2, 98304, 12288 },  // ring.t512.v8.tpr256.i6.s2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_c9c95c572115, (const void*)&normgen_rmsnorm_fwd_c9c95c572115_plain, 3, 512, 8, 512, 0, 1, 2, 0, 12288 },  // reload.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_78eb06c74c65, (const void*)&normgen_rmsnorm_fwd_78eb06c74c65_plain, 0, 256, 8, 256, 1, 8, 2, 0, 16384 },  // regs.t256.v8.tpr256.i1.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0333ba8d0b3a, (const void*)&normgen_rmsnorm_fwd_0333ba8d0b3a_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_cba30dc30e4d, (const void*)&normgen_rmsnorm_fwd_cba30dc30e4d_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_3a3717ae82fc, (const void*)&normgen_rmsnorm_fwd_3a3717ae82fc_plain, 0, 256, 8, 256, 2, 4, 2, 0, 16384 },  // regs.t256.v8.tpr256.i2.c4.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_db5895504054, (const void*)&normgen_rmsnorm_fwd_db5895504054_plain, 4, 128, 8, 128, 8, 2, 2, 65536, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.hold.h16384
+  {(const void*)&normgen_rmsnorm_fwd_2e7e3073ee6d, (const void*)&normgen_rmsnorm_fwd_2e7e3073ee6d_plain, 4, 512, 8, 512, 4, 1, 2, 98304, 16384 },  // ring.t512.v8.tpr512.i4.s3.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6e759c9d1509, (const void*)&normgen_rmsnorm_fwd_6e759c9d1509_plain, 3, 512, 8, 512, 0, 1, 2, 0, 16384 },  // reload.t512.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_ca3df4c73350, (const void*)&normgen_rmsnorm_fwd_ca3df4c73350_plain, 0, 512, 8, 512, 4, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_711e5b95ce13, (const void*)&normgen_rmsnorm_fwd_711e5b95ce13_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_92b8fede0fbd, (const void*)&normgen_rmsnorm_fwd_92b8fede0fbd_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_921d6b9ed6c9, (const void*)&normgen_rmsnorm_fwd_921d6b9ed6c9_plain, 0, 256, 8, 256, 2, 8, 2, 0, 32768 },  // regs.t256.v8.tpr256.i2.c8.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_d7ab737869e7, (const void*)&normgen_rmsnorm_fwd_d7ab737869e7_plain, 0, 256, 8, 256, 1, 16, 2, 0, 0 },  // regs.t256.v8.tpr256.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_8ec3868668b3, (const void*)&normgen_rmsnorm_fwd_8ec3868668b3_plain, 4, 128, 8, 128, 8, 4, 2, 65536, 32768 },  // ring.t128.v8.tpr128.i8.c4.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_453a18bff4f5, (const void*)&normgen_rmsnorm_fwd_453a18bff4f5_plain, 4, 512, 8, 512, 4, 2, 2, 131072, 32768 },  // ring.t512.v8.tpr512.i4.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_390efcdecc4d, (const void*)&normgen_rmsnorm_fwd_390efcdecc4d_plain, 2, 256, 8, 256, 0, 2, 2, 0, 32768 },  // smem.t256.v8.tpr256.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e71979bea952, (const void*)&normgen_rmsnorm_fwd_e71979bea952_plain, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_a9691179a947, (const void*)&normgen_rmsnorm_fwd_a9691179a947_plain, 0, 128, 8, 128, 4, 16, 2, 0, 65536 },  // regs.t128.v8.tpr128.i4.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_0383e24db9d2, (const void*)&normgen_rmsnorm_fwd_0383e24db9d2_plain, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_e515a0114aa5, (const void*)&normgen_rmsnorm_fwd_e515a0114aa5_plain, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9f5ded37ef4e, (const void*)&normgen_rmsnorm_fwd_9f5ded37ef4e_plain, 4, 128, 8, 128, 4, 16, 2, 32768, 65536 },  // ring.t128.v8.tpr128.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_281feed33739, (const void*)&normgen_rmsnorm_fwd_281feed33739_plain, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_b0b337530fc8, (const void*)&normgen_rmsnorm_fwd_b0b337530fc8_plain, 2, 256, 8, 256, 0, 4, 2, 0, 0 },  // smem.t256.v8.tpr256.c4
+  {(const void*)&normgen_rmsnorm_fwd_152639f99d5b, (const void*)&normgen_rmsnorm_fwd_152639f99d5b_plain, 0, 256, 8, 256, 4, 16, 2, 0, 131072 },  // regs.t256.v8.tpr256.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_0263796151ed, (const void*)&normgen_rmsnorm_fwd_0263796151ed_plain, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_c535f95f7460, (const void*)&normgen_rmsnorm_fwd_c535f95f7460_plain, 4, 256, 8, 256, 4, 16, 2, 65536, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_66d926a33d2d, (const void*)&normgen_rmsnorm_fwd_66d926a33d2d_plain, 4, 128, 8, 128, 8, 16, 2, 65536, 131072 },  // ring.t128.v8.tpr128.i8.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b6d9894ee204, (const void*)&normgen_rmsnorm_fwd_b6d9894ee204_plain, 4, 256, 8, 256, 8, 8, 2, 131072, 131072 },  // ring.t256.v8.tpr256.i8.c8.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b66bc90ce2bc, (const void*)&normgen_rmsnorm_fwd_b66bc90ce2bc_plain, 2, 256, 8, 256, 0, 4, 2, 0, 131072 },  // smem.t256.v8.tpr256.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2fb348076439, (const void*)&normgen_rmsnorm_fwd_2fb348076439_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_13383c013cbc, (const void*)&normgen_rmsnorm_fwd_13383c013cbc_plain, 0, 64, 8, 64, 1, 1, 2, 0, 512 },  // regs.t64.v8.tpr64.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_ed8213ffa17a, (const void*)&normgen_rmsnorm_fwd_ed8213ffa17a_plain, 0, 256, 8, 256, 1, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_9e7b99a725ef, (const void*)&normgen_rmsnorm_fwd_9e7b99a725ef_plain, 0, 128, 8, 32, 2, 1, 2, 0, 512 },  // regs.t128.v8.tpr32.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_598ee8c7433a, (const void*)&normgen_rmsnorm_fwd_598ee8c7433a_plain, 0, 64, 8, 32, 2, 1, 2, 0, 512 },  // regs.t64.v8.tpr32.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_40bf972256e6, (const void*)&normgen_rmsnorm_fwd_40bf972256e6_plain, 4, 256, 8, 32, 2, 1, 2, 50176, 512 },  // ring.t256.v8.tpr32.i2.s3.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_3e76064fc2fb, (const void*)&normgen_rmsnorm_fwd_3e76064fc2fb_plain, 0, 128, 8, 64, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr64.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_9fdb1d22167e, (const void*)&normgen_rmsnorm_fwd_9fdb1d22167e_plain, 4, 512, 8, 32, 2, 1, 2, 66560, 512 },  // ring.t512.v8.tpr32.i2.s2.sw.h512
+  {(const void*)&normgen_rmsnorm_fwd_07897746954d, (const void*)&normgen_rmsnorm_fwd_07897746954d_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_edfa9e6c5632, (const void*)&normgen_rmsnorm_fwd_edfa9e6c5632_plain, 0, 64, 8, 64, 2, 1, 2, 0, 768 },  // regs.t64.v8.tpr64.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_0d1ac51254bb, (const void*)&normgen_rmsnorm_fwd_0d1ac51254bb_plain, 0, 128, 8, 128, 1, 1, 2, 0, 768 },  // regs.t128.v8.tpr128.i1.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_72d077f7bc80, (const void*)&normgen_rmsnorm_fwd_72d077f7bc80_plain, 4, 256, 8, 16, 6, 1, 2, 148992, 768 },  // ring.t256.v8.tpr16.i6.s3.sw.hold.h768
+  {(const void*)&normgen_rmsnorm_fwd_971b0e5c336b, (const void*)&normgen_rmsnorm_fwd_971b0e5c336b_plain, 0, 512, 8, 128, 1, 1, 2, 0, 0 },  // regs.t512.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_1b585028698c, (const void*)&normgen_rmsnorm_fwd_1b585028698c_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_eda0c8b18e03, (const void*)&normgen_rmsnorm_fwd_eda0c8b18e03_plain, 0, 128, 8, 128, 1, 1, 2, 0, 1024 },  // regs.t128.v8.tpr128.i1.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_1afc1a25ae6e, (const void*)&normgen_rmsnorm_fwd_1afc1a25ae6e_plain, 4, 256, 8, 128, 1, 1, 2, 18432, 1024 },  // ring.t256.v8.tpr128.i1.s2.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_0fc64014def4, (const void*)&normgen_rmsnorm_fwd_0fc64014def4_plain, 4, 512, 8, 128, 1, 1, 2, 34816, 0 },  // ring.t512.v8.tpr128.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_c67a3351b99b, (const void*)&normgen_rmsnorm_fwd_c67a3351b99b_plain, 4, 128, 8, 32, 4, 1, 2, 51200, 1024 },  // ring.t128.v8.tpr32.i4.s3.sw.h1024
+  {(const void*)&normgen_rmsnorm_fwd_799aa1762741, (const void*)&normgen_rmsnorm_fwd_799aa1762741_plain, 0, 128, 8, 128, 1, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_ab2fdf8f66da, (const void*)&normgen_rmsnorm_fwd_ab2fdf8f66da_plain, 0, 128, 8, 128, 2, 1, 2, 0, 1536 },  // regs.t128.v8.tpr128.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_03be94c4916e, (const void*)&normgen_rmsnorm_fwd_03be94c4916e_plain, 0, 256, 8, 256, 1, 1, 2, 0, 1536 },  // regs.t256.v8.tpr256.i1.cap1536.h1536
+  {(const void*)&normgen_rmsnorm_fwd_fadcf85430ed, (const void*)&normgen_rmsnorm_fwd_fadcf85430ed_plain, 4, 256, 8, 32, 6, 1, 2, 150528, 1536 },  // ring.t256.v8.tpr32.i6.s3.sw.h1536
+  {(const void*)&normgen_rmsnorm_fwd_504b5a05aa41, (const void*)&normgen_rmsnorm_fwd_504b5a05aa41_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6577b29503d4, (const void*)&normgen_rmsnorm_fwd_6577b29503d4_plain, 0, 128, 8, 128, 2, 1, 2, 0, 2048 },  // regs.t128.v8.tpr128.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_ed53591bf68d, (const void*)&normgen_rmsnorm_fwd_ed53591bf68d_plain, 0, 256, 8, 256, 1, 1, 2, 0, 2048 },  // regs.t256.v8.tpr256.i1.cap2048.h2048
+  {(const void*)&normgen_rmsnorm_fwd_291c47f41351, (const void*)&normgen_rmsnorm_fwd_291c47f41351_plain, 4, 256, 8, 32, 8, 1, 2, 200704, 2048 },  // ring.t256.v8.tpr32.i8.s3.sw.h2048
+  {(const void*)&normgen_rmsnorm_fwd_95fd268ef2c9, (const void*)&normgen_rmsnorm_fwd_95fd268ef2c9_plain, 0, 128, 8, 128, 2, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_61d1d02f9907, (const void*)&normgen_rmsnorm_fwd_61d1d02f9907_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_b9936eef2171, (const void*)&normgen_rmsnorm_fwd_b9936eef2171_plain, 0, 256, 8, 256, 2, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_fbe61a3975c5, (const void*)&normgen_rmsnorm_fwd_fbe61a3975c5_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_9bba3538e83b, (const void*)&normgen_rmsnorm_fwd_9bba3538e83b_plain, 0, 512, 8, 512, 1, 1, 2, 0, 2560 },  // regs.t512.v8.tpr512.i1.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d9c0a6289716, (const void*)&normgen_rmsnorm_fwd_d9c0a6289716_plain, 4, 128, 8, 128, 3, 1, 2, 43008, 2560 },  // ring.t128.v8.tpr128.i3.s3.sw.h2560
+  {(const void*)&normgen_rmsnorm_fwd_d9e0e703c279, (const void*)&normgen_rmsnorm_fwd_d9e0e703c279_plain, 4, 512, 8, 256, 2, 1, 2, 106496, 0 },  // ring.t512.v8.tpr256.i2.s3.sw
+  {(const void*)&normgen_rmsnorm_fwd_0b00164546bd, (const void*)&normgen_rmsnorm_fwd_0b00164546bd_plain, 0, 256, 8, 256, 2, 1, 2, 0, 2560 },  // regs.t256.v8.tpr256.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_7cffc1082ae4, (const void*)&normgen_rmsnorm_fwd_7cffc1082ae4_plain, 0, 128, 8, 128, 3, 1, 2, 0, 0 },  // regs.t128.v8.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_f833639cb449, (const void*)&normgen_rmsnorm_fwd_f833639cb449_plain, 0, 256, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t256.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_42a9f7fd6693, (const void*)&normgen_rmsnorm_fwd_42a9f7fd6693_plain, 0, 512, 8, 256, 2, 1, 2, 0, 3072 },  // regs.t512.v8.tpr256.i2.early.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dabebc0537cc, (const void*)&normgen_rmsnorm_fwd_dabebc0537cc_plain, 0, 512, 8, 512, 1, 1, 2, 0, 3072 },  // regs.t512.v8.tpr512.i1.cap2048.h3072
+  {(const void*)&normgen_rmsnorm_fwd_dc33ec23c973, (const void*)&normgen_rmsnorm_fwd_dc33ec23c973_plain, 4, 128, 8, 128, 3, 1, 2, 43008, 3072 },  // ring.t128.v8.tpr128.i3.s3.sw.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ded198534b76, (const void*)&normgen_rmsnorm_fwd_ded198534b76_plain, 0, 256, 8, 256, 2, 1, 2, 0, 4096 },  // regs.t256.v8.tpr256.i2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fe4221a6512c, (const void*)&normgen_rmsnorm_fwd_fe4221a6512c_plain, 0, 512, 8, 512, 1, 1, 2, 0, 4096 },  // regs.t512.v8.tpr512.i1.cap1536.h4096
+  {(const void*)&normgen_rmsnorm_fwd_63cf62b1a912, (const void*)&normgen_rmsnorm_fwd_63cf62b1a912_plain, 4, 512, 8, 512, 1, 1, 2, 40960, 0 },  // ring.t512.v8.tpr512.i1.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_a27d1caeff36, (const void*)&normgen_rmsnorm_fwd_a27d1caeff36_plain, 4, 512, 8, 256, 2, 1, 2, 106496, 4096 },  // ring.t512.v8.tpr256.i2.s3.sw.h4096
+  {(const void*)&normgen_rmsnorm_fwd_fab24a85c49d, (const void*)&normgen_rmsnorm_fwd_fab24a85c49d_plain, 0, 256, 8, 256, 3, 1, 2, 0, 5120 },  // regs.t256.v8.tpr256.i3.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ceb7ef865d1b, (const void*)&normgen_rmsnorm_fwd_ceb7ef865d1b_plain, 0, 256, 8, 256, 3, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_2375b5dd0028, (const void*)&normgen_rmsnorm_fwd_2375b5dd0028_plain, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_214e55ce7af4, (const void*)&normgen_rmsnorm_fwd_214e55ce7af4_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 0 },  // regs.t1024.v8.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_f3fde1abed40, (const void*)&normgen_rmsnorm_fwd_f3fde1abed40_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 5120 },  // ring.t512.v8.tpr512.i2.s2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_0c28dfd566d5, (const void*)&normgen_rmsnorm_fwd_0c28dfd566d5_plain, 4, 512, 8, 512, 2, 1, 2, 81920, 0 },  // ring.t512.v8.tpr512.i2.s2.sw
+  {(const void*)&normgen_rmsnorm_fwd_2ef8735a6515, (const void*)&normgen_rmsnorm_fwd_2ef8735a6515_plain, 4, 128, 8, 128, 5, 1, 2, 71680, 5120 },  // ring.t128.v8.tpr128.i5.s3.sw.h5120
+  {(const void*)&normgen_rmsnorm_fwd_63f7a63ee208, (const void*)&normgen_rmsnorm_fwd_63f7a63ee208_plain, 0, 512, 8, 512, 2, 1, 2, 0, 5120 },  // regs.t512.v8.tpr512.i2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1a1469a4dbae, (const void*)&normgen_rmsnorm_fwd_1a1469a4dbae_plain, 0, 128, 8, 128, 3, 2, 2, 0, 6144 },  // regs.t128.v8.tpr128.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_e527266a923c, (const void*)&normgen_rmsnorm_fwd_e527266a923c_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 6144 },  // regs.t1024.v8.tpr1024.i1.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b79b496e4b3d, (const void*)&normgen_rmsnorm_fwd_b79b496e4b3d_plain, 4, 128, 8, 128, 6, 1, 2, 86016, 6144 },  // ring.t128.v8.tpr128.i6.s3.sw.hold.h6144
+  {(const void*)&normgen_rmsnorm_fwd_91c9aae087e8, (const void*)&normgen_rmsnorm_fwd_91c9aae087e8_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 6144 },  // ring.t512.v8.tpr512.i2.s2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_6252a2738edc, (const void*)&normgen_rmsnorm_fwd_6252a2738edc_plain, 4, 256, 8, 256, 3, 1, 2, 49152, 0 },  // ring.t256.v8.tpr256.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_699177affbc1, (const void*)&normgen_rmsnorm_fwd_699177affbc1_plain, 0, 256, 8, 256, 2, 2, 2, 0, 7168 },  // regs.t256.v8.tpr256.i2.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5ed6cacd4758, (const void*)&normgen_rmsnorm_fwd_5ed6cacd4758_plain, 0, 256, 8, 256, 4, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_c569f2e860f0, (const void*)&normgen_rmsnorm_fwd_c569f2e860f0_plain, 0, 1024, 8, 1024, 1, 1, 2, 0, 7168 },  // regs.t1024.v8.tpr1024.i1.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5f0e5cb07032, (const void*)&normgen_rmsnorm_fwd_5f0e5cb07032_plain, 0, 512, 8, 512, 2, 1, 2, 0, 7168 },  // regs.t512.v8.tpr512.i2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_5549ba7e32b4, (const void*)&normgen_rmsnorm_fwd_5549ba7e32b4_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 7168 },  // ring.t512.v8.tpr512.i2.s2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_4d338b505a18, (const void*)&normgen_rmsnorm_fwd_4d338b505a18_plain, 4, 512, 8, 512, 2, 1, 2, 65536, 0 },  // ring.t512.v8.tpr512.i2.s2
+  {(const void*)&normgen_rmsnorm_fwd_f7019c48e62e, (const void*)&normgen_rmsnorm_fwd_f7019c48e62e_plain, 2, 512, 8, 512, 0, 1, 2, 0, 7168 },  // smem.t512.v8.tpr512.h7168
+  {(const void*)&normgen_rmsnorm_fwd_c1349a2468af, (const void*)&normgen_rmsnorm_fwd_c1349a2468af_plain, 0, 256, 8, 256, 1, 4, 2, 0, 8192 },  // regs.t256.v8.tpr256.i1.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_da7dbc988d53, (const void*)&normgen_rmsnorm_fwd_da7dbc988d53_plain, 0, 128, 8, 128, 2, 4, 2, 0, 8192 },  // regs.t128.v8.tpr128.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_847342dea2e1, (const void*)&normgen_rmsnorm_fwd_847342dea2e1_plain, 4, 256, 8, 256, 1, 4, 2, 28672, 8192 },  // ring.t256.v8.tpr256.i1.c4.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_1358105020a0, (const void*)&normgen_rmsnorm_fwd_1358105020a0_plain, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_15a2d86c412c, (const void*)&normgen_rmsnorm_fwd_15a2d86c412c_plain, 4, 512, 8, 512, 1, 2, 2, 57344, 8192 },  // ring.t512.v8.tpr512.i1.c2.s3.sw.h8192
+  {(const void*)&normgen_rmsnorm_fwd_4ea83d63eaf3, (const void*)&normgen_rmsnorm_fwd_4ea83d63eaf3_plain, 0, 512, 8, 512, 2, 1, 2, 0, 8192 },  // regs.t512.v8.tpr512.i2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_2aa3949e7ffa, (const void*)&normgen_rmsnorm_fwd_2aa3949e7ffa_plain, 2, 1024, 8, 256, 0, 1, 2, 0, 8192 },  // smem.t1024.v8.tpr256.h8192
+  {(const void*)&normgen_rmsnorm_fwd_6f8c7e584151, (const void*)&normgen_rmsnorm_fwd_6f8c7e584151_plain, 0, 128, 8, 128, 3, 4, 2, 0, 12288 },  // regs.t128.v8.tpr128.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_2f31bec7727e, (const void*)&normgen_rmsnorm_fwd_2f31bec7727e_plain, 0, 256, 8, 256, 6, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_1c285864567a, (const void*)&normgen_rmsnorm_fwd_1c285864567a_plain, 4, 128, 8, 128, 6, 2, 2, 86016, 12288 },  // ring.t128.v8.tpr128.i6.c2.s3.sw.hold.h12288
+  {(const void*)&normgen_rmsnorm_fwd_a30e92c3e89d, (const void*)&normgen_rmsnorm_fwd_a30e92c3e89d_plain, 0, 512, 8, 512, 3, 1, 2, 0, 0 },  // regs.t512.v8.tpr512.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_0ea6aaeb1c19, (const void*)&normgen_rmsnorm_fwd_0ea6aaeb1c19_plain, 4, 512, 8, 512, 3, 1, 2, 98304, 0 },  // ring.t512.v8.tpr512.i3.s2
+  {(const void*)&normgen_rmsnorm_fwd_35bebc9cd701, (const void*)&normgen_rmsnorm_fwd_35bebc9cd701_plain, 2, 512, 8, 512, 0, 1, 2, 0, 12288 },  // smem.t512.v8.tpr512.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7a7fe8673b65, (const void*)&normgen_rmsnorm_fwd_7a7fe8673b65_plain, 0, 1024, 8, 512, 3, 1, 2, 0, 12288 },  // regs.t1024.v8.tpr512.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8ae4ade221ba, (const void*)&normgen_rmsnorm_fwd_8ae4ade221ba_plain, 0, 128, 8, 128, 2, 8, 2, 0, 16384 },  // regs.t128.v8.tpr128.i2.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1d55eebe7192, (const void*)&normgen_rmsnorm_fwd_1d55eebe7192_plain, 0, 256, 8, 256, 8, 1, 2, 0, 0 },  // regs.t256.v8.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_72e17b2dffa7, (const void*)&normgen_rmsnorm_fwd_72e17b2dffa7_plain, 4, 512, 8, 512, 2, 2, 2, 114688, 16384 },  // ring.t512.v8.tpr512.i2.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_646cc08549b5, (const void*)&normgen_rmsnorm_fwd_646cc08549b5_plain, 4, 128, 8, 128, 8, 2, 2, 114688, 16384 },  // ring.t128.v8.tpr128.i8.c2.s3.sw.h16384
+  {(const void*)&normgen_rmsnorm_fwd_aed1deea39a3, (const void*)&normgen_rmsnorm_fwd_aed1deea39a3_plain, 0, 512, 8, 512, 4, 1, 2, 0, 16384 },  // regs.t512.v8.tpr512.i4.h16384
+  {(const void*)&normgen_rmsnorm_fwd_62afd5cc28a5, (const void*)&normgen_rmsnorm_fwd_62afd5cc28a5_plain, 2, 1024, 8, 512, 0, 1, 2, 0, 16384 },  // smem.t1024.v8.tpr512.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f730d185cbc5, (const void*)&normgen_rmsnorm_fwd_f730d185cbc5_plain, 0, 128, 8, 128, 2, 16, 2, 0, 32768 },  // regs.t128.v8.tpr128.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_a5c0d5db6595, (const void*)&normgen_rmsnorm_fwd_a5c0d5db6595_plain, 3, 256, 8, 256, 0, 1, 2, 0, 0 },  // reload.t256.v8.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_53a857456dee, (const void*)&normgen_rmsnorm_fwd_53a857456dee_plain, 4, 256, 8, 256, 1, 16, 2, 20480, 32768 },  // ring.t256.v8.tpr256.i1.c16.s2.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_e764f83a148f, (const void*)&normgen_rmsnorm_fwd_e764f83a148f_plain, 4, 1024, 8, 1024, 2, 2, 2, 229376, 32768 },  // ring.t1024.v8.tpr1024.i2.c2.s3.sw.h32768
+  {(const void*)&normgen_rmsnorm_fwd_f330dd77a9cf, (const void*)&normgen_rmsnorm_fwd_f330dd77a9cf_plain, 4, 256, 8, 256, 8, 2, 2, 229376, 32768 },  // ring.t256.v8.tpr256.i8.c2.s3.sw.hold.h32768
+  {(const void*)&normgen_rmsnorm_fwd_5d5175ddb33b, (const void*)&normgen_rmsnorm_fwd_5d5175ddb33b_plain, 2, 1024, 8, 1024, 0, 1, 2, 0, 32768 },  // smem.t1024.v8.tpr1024.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4d2d60fafb1e, (const void*)&normgen_rmsnorm_fwd_4d2d60fafb1e_plain, 2, 256, 8, 256, 0, 2, 2, 0, 0 },  // smem.t256.v8.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_9ab3d2ef1b72, (const void*)&normgen_rmsnorm_fwd_9ab3d2ef1b72_plain, 0, 256, 8, 256, 2, 16, 2, 0, 65536 },  // regs.t256.v8.tpr256.i2.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_118eb1782882, (const void*)&normgen_rmsnorm_fwd_118eb1782882_plain, 0, 512, 8, 512, 1, 16, 2, 0, 0 },  // regs.t512.v8.tpr512.i1.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_df4e6bb15691, (const void*)&normgen_rmsnorm_fwd_df4e6bb15691_plain, 0, 128, 8, 128, 4, 16, 2, 0, 0 },  // regs.t128.v8.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_a2839303758f, (const void*)&normgen_rmsnorm_fwd_a2839303758f_plain, 4, 256, 8, 256, 2, 16, 2, 57344, 65536 },  // ring.t256.v8.tpr256.i2.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_9c695acbcdca, (const void*)&normgen_rmsnorm_fwd_9c695acbcdca_plain, 2, 256, 8, 256, 0, 4, 2, 0, 65536 },  // smem.t256.v8.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_085a7034b393, (const void*)&normgen_rmsnorm_fwd_085a7034b393_plain, 0, 512, 8, 512, 2, 16, 2, 0, 131072 },  // regs.t512.v8.tpr512.i2.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b24b54710823, (const void*)&normgen_rmsnorm_fwd_b24b54710823_plain, 4, 256, 8, 256, 4, 16, 2, 114688, 131072 },  // ring.t256.v8.tpr256.i4.c16.s3.sw.defer.h131072
+  {(const void*)&normgen_rmsnorm_fwd_897a5991913b, (const void*)&normgen_rmsnorm_fwd_897a5991913b_plain, 2, 512, 8, 512, 0, 4, 2, 0, 131072 },  // smem.t512.v8.tpr512.c4.h131072
+  {(const void*)&normgen_rmsnorm_fwd_2fed7c3c4207, (const void*)&normgen_rmsnorm_fwd_2fed7c3c4207_plain, 3, 256, 1, 256, 0, 1, 2, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_0fb6ede1c44c, (const void*)&normgen_rmsnorm_fwd_0fb6ede1c44c_plain, 0, 128, 4, 128, 1, 1, 4, 0, 512 },  // regs.t128.v4.tpr128.i1.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_62b5216c9e5f, (const void*)&normgen_rmsnorm_fwd_62b5216c9e5f_plain, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_a93bfaeb2216, (const void*)&normgen_rmsnorm_fwd_a93bfaeb2216_plain, 0, 64, 4, 32, 4, 1, 4, 0, 512 },  // regs.t64.v4.tpr32.i4.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_66a40f6985a0, (const void*)&normgen_rmsnorm_fwd_66a40f6985a0_plain, 0, 256, 4, 64, 2, 1, 4, 0, 512 },  // regs.t256.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_e96251357f22, (const void*)&normgen_rmsnorm_fwd_e96251357f22_plain, 1, 256, 4, 128, 1, 1, 4, 0, 512 },  // pipelined.t256.v4.tpr128.i1.h512
+  {(const void*)&normgen_rmsnorm_fwd_d4ae0a6bebe3, (const void*)&normgen_rmsnorm_fwd_d4ae0a6bebe3_plain, 1, 512, 4, 32, 4, 1, 4, 0, 512 },  // pipelined.t512.v4.tpr32.i4.h512
+  {(const void*)&normgen_rmsnorm_fwd_7b42a9a06581, (const void*)&normgen_rmsnorm_fwd_7b42a9a06581_plain, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_d1dda022b52f, (const void*)&normgen_rmsnorm_fwd_d1dda022b52f_plain, 1, 512, 4, 64, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_30770dccc046, (const void*)&normgen_rmsnorm_fwd_30770dccc046_plain, 0, 128, 4, 64, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr64.i2
+  {(const void*)&normgen_rmsnorm_fwd_0100376eb86d, (const void*)&normgen_rmsnorm_fwd_0100376eb86d_plain, 0, 128, 4, 128, 2, 1, 4, 0, 768 },  // regs.t128.v4.tpr128.i2.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_50a1f1662c05, (const void*)&normgen_rmsnorm_fwd_50a1f1662c05_plain, 0, 64, 4, 32, 6, 1, 4, 0, 768 },  // regs.t64.v4.tpr32.i6.early.h768
+  {(const void*)&normgen_rmsnorm_fwd_8b5b1308d93a, (const void*)&normgen_rmsnorm_fwd_8b5b1308d93a_plain, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_a8e585e6ef34, (const void*)&normgen_rmsnorm_fwd_a8e585e6ef34_plain, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_cc52e3c727bc, (const void*)&normgen_rmsnorm_fwd_cc52e3c727bc_plain, 1, 256, 4, 32, 6, 1, 4, 0, 768 },  // pipelined.t256.v4.tpr32.i6.h768
+  {(const void*)&normgen_rmsnorm_fwd_e8731decd483, (const void*)&normgen_rmsnorm_fwd_e8731decd483_plain, 0, 256, 4, 128, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_24ca0d524cb0, (const void*)&normgen_rmsnorm_fwd_24ca0d524cb0_plain, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_cb0ca5e3cb61, (const void*)&normgen_rmsnorm_fwd_cb0ca5e3cb61_plain, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_0317be3913e3, (const void*)&normgen_rmsnorm_fwd_0317be3913e3_plain, 0, 256, 4, 128, 2, 1, 4, 0, 768 },  // regs.t256.v4.tpr128.i2.cap1536.h768
+  {(const void*)&normgen_rmsnorm_fwd_88aee535a900, (const void*)&normgen_rmsnorm_fwd_88aee535a900_plain, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_77618ff7ffbf, (const void*)&normgen_rmsnorm_fwd_77618ff7ffbf_plain, 1, 128, 4, 128, 2, 1, 4, 0, 1024 },  // pipelined.t128.v4.tpr128.i2.h1024
+  {(const void*)&normgen_rmsnorm_fwd_f5cee522c96c, (const void*)&normgen_rmsnorm_fwd_f5cee522c96c_plain, 1, 512, 4, 128, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_c8f7e90cfde7, (const void*)&normgen_rmsnorm_fwd_c8f7e90cfde7_plain, 0, 128, 4, 128, 2, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i2
+  {(const void*)&normgen_rmsnorm_fwd_791af3ce0030, (const void*)&normgen_rmsnorm_fwd_791af3ce0030_plain, 0, 256, 4, 256, 2, 1, 4, 0, 1536 },  // regs.t256.v4.tpr256.i2.early.h1536
+  {(const void*)&normgen_rmsnorm_fwd_f539835b5c1b, (const void*)&normgen_rmsnorm_fwd_f539835b5c1b_plain, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_4954f8b834fd, (const void*)&normgen_rmsnorm_fwd_4954f8b834fd_plain, 0, 128, 4, 128, 3, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_6a45afcb7ec9, (const void*)&normgen_rmsnorm_fwd_6a45afcb7ec9_plain, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_67e3a5f02c64, (const void*)&normgen_rmsnorm_fwd_67e3a5f02c64_plain, 1, 256, 4, 256, 2, 1, 4, 0, 1536 },  // pipelined.t256.v4.tpr256.i2.h1536
+  {(const void*)&normgen_rmsnorm_fwd_79d97ab863b2, (const void*)&normgen_rmsnorm_fwd_79d97ab863b2_plain, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_70c040fd8850, (const void*)&normgen_rmsnorm_fwd_70c040fd8850_plain, 1, 512, 4, 128, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr128.i3
+  {(const void*)&normgen_rmsnorm_fwd_048f4cf1d5f8, (const void*)&normgen_rmsnorm_fwd_048f4cf1d5f8_plain, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_02401fcf5216, (const void*)&normgen_rmsnorm_fwd_02401fcf5216_plain, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.early.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c3f3b031ecbd, (const void*)&normgen_rmsnorm_fwd_c3f3b031ecbd_plain, 0, 256, 4, 256, 2, 1, 4, 0, 2048 },  // regs.t256.v4.tpr256.i2.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_c00875f44856, (const void*)&normgen_rmsnorm_fwd_c00875f44856_plain, 1, 512, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_dec58593ee7a, (const void*)&normgen_rmsnorm_fwd_dec58593ee7a_plain, 3, 256, 4, 256, 0, 1, 4, 0, 2048 },  // reload.t256.v4.tpr256.cap1536.h2048
+  {(const void*)&normgen_rmsnorm_fwd_7255d32f577d, (const void*)&normgen_rmsnorm_fwd_7255d32f577d_plain, 0, 256, 4, 256, 3, 1, 4, 0, 2560 },  // regs.t256.v4.tpr256.i3.early.h2560
+  {(const void*)&normgen_rmsnorm_fwd_75fb4489c152, (const void*)&normgen_rmsnorm_fwd_75fb4489c152_plain, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_2d32a66cb85e, (const void*)&normgen_rmsnorm_fwd_2d32a66cb85e_plain, 0, 128, 4, 128, 5, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.early
+  {(const void*)&normgen_rmsnorm_fwd_7e54f7a649ac, (const void*)&normgen_rmsnorm_fwd_7e54f7a649ac_plain, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_ef076f9a718c, (const void*)&normgen_rmsnorm_fwd_ef076f9a718c_plain, 0, 512, 4, 512, 2, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.early
+  {(const void*)&normgen_rmsnorm_fwd_4b3591bae9ab, (const void*)&normgen_rmsnorm_fwd_4b3591bae9ab_plain, 1, 256, 4, 256, 3, 1, 4, 0, 2560 },  // pipelined.t256.v4.tpr256.i3.h2560
+  {(const void*)&normgen_rmsnorm_fwd_5e8a375f9392, (const void*)&normgen_rmsnorm_fwd_5e8a375f9392_plain, 1, 256, 4, 128, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i5
+  {(const void*)&normgen_rmsnorm_fwd_600eb2df9c8b, (const void*)&normgen_rmsnorm_fwd_600eb2df9c8b_plain, 3, 256, 4, 256, 0, 1, 4, 0, 2560 },  // reload.t256.v4.tpr256.h2560
+  {(const void*)&normgen_rmsnorm_fwd_6b088f98245c, (const void*)&normgen_rmsnorm_fwd_6b088f98245c_plain, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_4ee059621bb9, (const void*)&normgen_rmsnorm_fwd_4ee059621bb9_plain, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_e39e7d5dadd5, (const void*)&normgen_rmsnorm_fwd_e39e7d5dadd5_plain, 0, 128, 4, 128, 6, 1, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.early
+  {(const void*)&normgen_rmsnorm_fwd_98a5f22a7aea, (const void*)&normgen_rmsnorm_fwd_98a5f22a7aea_plain, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_c774a7a3ecec, (const void*)&normgen_rmsnorm_fwd_c774a7a3ecec_plain, 1, 512, 4, 512, 2, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2
+  {(const void*)&normgen_rmsnorm_fwd_4ff338b71780, (const void*)&normgen_rmsnorm_fwd_4ff338b71780_plain, 1, 128, 4, 128, 6, 1, 4, 0, 3072 },  // pipelined.t128.v4.tpr128.i6.h3072
+  {(const void*)&normgen_rmsnorm_fwd_d72ecfd1565c, (const void*)&normgen_rmsnorm_fwd_d72ecfd1565c_plain, 1, 256, 4, 128, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr128.i6
+  {(const void*)&normgen_rmsnorm_fwd_e3b43501e105, (const void*)&normgen_rmsnorm_fwd_e3b43501e105_plain, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_a74760f3b4c2, (const void*)&normgen_rmsnorm_fwd_a74760f3b4c2_plain, 0, 256, 4, 256, 4, 1, 4, 0, 4096 },  // regs.t256.v4.tpr256.i4.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_3a24f64e7633, (const void*)&normgen_rmsnorm_fwd_3a24f64e7633_plain, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_d075ff0bae99, (const void*)&normgen_rmsnorm_fwd_d075ff0bae99_plain, 1, 256, 4, 256, 4, 1, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i4.h4096
+  {(const void*)&normgen_rmsnorm_fwd_0f693c91ee40, (const void*)&normgen_rmsnorm_fwd_0f693c91ee40_plain, 1, 512, 4, 512, 2, 1, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_6f41b05158dd, (const void*)&normgen_rmsnorm_fwd_6f41b05158dd_plain, 0, 256, 4, 256, 3, 2, 4, 0, 5120 },  // regs.t256.v4.tpr256.i3.c2.early.h5120
+  {(const void*)&normgen_rmsnorm_fwd_6a409f24bcc2, (const void*)&normgen_rmsnorm_fwd_6a409f24bcc2_plain, 0, 128, 4, 128, 5, 2, 4, 0, 0 },  // regs.t128.v4.tpr128.i5.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_74581943cca9, (const void*)&normgen_rmsnorm_fwd_74581943cca9_plain, 1, 256, 4, 256, 5, 1, 4, 0, 5120 },  // pipelined.t256.v4.tpr256.i5.h5120
+  {(const void*)&normgen_rmsnorm_fwd_1e4b6220a735, (const void*)&normgen_rmsnorm_fwd_1e4b6220a735_plain, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_ef708283f7b4, (const void*)&normgen_rmsnorm_fwd_ef708283f7b4_plain, 1, 256, 4, 256, 5, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_e20753c392da, (const void*)&normgen_rmsnorm_fwd_e20753c392da_plain, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_ae088d31388b, (const void*)&normgen_rmsnorm_fwd_ae088d31388b_plain, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.cap1536.h5120
+  {(const void*)&normgen_rmsnorm_fwd_610d7522a01b, (const void*)&normgen_rmsnorm_fwd_610d7522a01b_plain, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_83b5f49242c7, (const void*)&normgen_rmsnorm_fwd_83b5f49242c7_plain, 3, 512, 4, 512, 0, 1, 4, 0, 5120 },  // reload.t512.v4.tpr512.h5120
+  {(const void*)&normgen_rmsnorm_fwd_d7f6b99dbfe8, (const void*)&normgen_rmsnorm_fwd_d7f6b99dbfe8_plain, 0, 256, 4, 256, 3, 2, 4, 0, 6144 },  // regs.t256.v4.tpr256.i3.c2.early.h6144
+  {(const void*)&normgen_rmsnorm_fwd_81f2f8bc8bfc, (const void*)&normgen_rmsnorm_fwd_81f2f8bc8bfc_plain, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_782e3304543a, (const void*)&normgen_rmsnorm_fwd_782e3304543a_plain, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_9475e52ab2c2, (const void*)&normgen_rmsnorm_fwd_9475e52ab2c2_plain, 1, 256, 4, 256, 6, 1, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i6.h6144
+  {(const void*)&normgen_rmsnorm_fwd_7e505ab49f1f, (const void*)&normgen_rmsnorm_fwd_7e505ab49f1f_plain, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_ceadf8029243, (const void*)&normgen_rmsnorm_fwd_ceadf8029243_plain, 1, 256, 4, 256, 6, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_0aa337f223c8, (const void*)&normgen_rmsnorm_fwd_0aa337f223c8_plain, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.cap1536.h6144
+  {(const void*)&normgen_rmsnorm_fwd_11c77084cee9, (const void*)&normgen_rmsnorm_fwd_11c77084cee9_plain, 3, 512, 4, 512, 0, 1, 4, 0, 0 },  // reload.t512.v4.tpr512.cap1536
+  {(const void*)&normgen_rmsnorm_fwd_8ff2fb3aa73c, (const void*)&normgen_rmsnorm_fwd_8ff2fb3aa73c_plain, 0, 128, 4, 128, 7, 2, 4, 0, 7168 },  // regs.t128.v4.tpr128.i7.c2.early.h7168
+  {(const void*)&normgen_rmsnorm_fwd_ed357d8f9730, (const void*)&normgen_rmsnorm_fwd_ed357d8f9730_plain, 0, 256, 4, 256, 4, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i4.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_3f06f503b37d, (const void*)&normgen_rmsnorm_fwd_3f06f503b37d_plain, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_eb0af0bab249, (const void*)&normgen_rmsnorm_fwd_eb0af0bab249_plain, 1, 512, 4, 512, 4, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4
+  {(const void*)&normgen_rmsnorm_fwd_f8d1f5db19c7, (const void*)&normgen_rmsnorm_fwd_f8d1f5db19c7_plain, 1, 256, 4, 256, 7, 1, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i7.h7168
+  {(const void*)&normgen_rmsnorm_fwd_a2f3a0fdc816, (const void*)&normgen_rmsnorm_fwd_a2f3a0fdc816_plain, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_48237df52464, (const void*)&normgen_rmsnorm_fwd_48237df52464_plain, 1, 256, 4, 256, 7, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_f56aa16b2cc2, (const void*)&normgen_rmsnorm_fwd_f56aa16b2cc2_plain, 3, 512, 4, 512, 0, 1, 4, 0, 7168 },  // reload.t512.v4.tpr512.cap1536.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8ad4801a1d25, (const void*)&normgen_rmsnorm_fwd_8ad4801a1d25_plain, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_eb961f81436b, (const void*)&normgen_rmsnorm_fwd_eb961f81436b_plain, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_77c9fc6b34ec, (const void*)&normgen_rmsnorm_fwd_77c9fc6b34ec_plain, 0, 128, 4, 128, 4, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_ada12100ef4f, (const void*)&normgen_rmsnorm_fwd_ada12100ef4f_plain, 1, 256, 4, 256, 2, 4, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i2.c4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_6477fb0607c5, (const void*)&normgen_rmsnorm_fwd_6477fb0607c5_plain, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_18954f2d099f, (const void*)&normgen_rmsnorm_fwd_18954f2d099f_plain, 1, 256, 4, 256, 8, 1, 4, 0, 8192 },  // pipelined.t256.v4.tpr256.i8.h8192
+  {(const void*)&normgen_rmsnorm_fwd_a49df9f36afe, (const void*)&normgen_rmsnorm_fwd_a49df9f36afe_plain, 0, 512, 4, 512, 4, 1, 4, 0, 8192 },  // regs.t512.v4.tpr512.i4.h8192
+  {(const void*)&normgen_rmsnorm_fwd_4a63ba5174b3, (const void*)&normgen_rmsnorm_fwd_4a63ba5174b3_plain, 3, 512, 4, 512, 0, 1, 4, 0, 8192 },  // reload.t512.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_35ad7816e261, (const void*)&normgen_rmsnorm_fwd_35ad7816e261_plain, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_eb721d90a124, (const void*)&normgen_rmsnorm_fwd_eb721d90a124_plain, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_fb1b3e21b5d2, (const void*)&normgen_rmsnorm_fwd_fb1b3e21b5d2_plain, 0, 128, 4, 128, 6, 4, 4, 0, 0 },  // regs.t128.v4.tpr128.i6.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_5d4a2400330f, (const void*)&normgen_rmsnorm_fwd_5d4a2400330f_plain, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_8d153224fd2f, (const void*)&normgen_rmsnorm_fwd_8d153224fd2f_plain, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_21ff07caaef7, (const void*)&normgen_rmsnorm_fwd_21ff07caaef7_plain, 1, 256, 4, 256, 6, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i6.c2
+  {(const void*)&normgen_rmsnorm_fwd_e0d7ea95c891, (const void*)&normgen_rmsnorm_fwd_e0d7ea95c891_plain, 0, 512, 4, 512, 6, 1, 4, 0, 12288 },  // regs.t512.v4.tpr512.i6.h12288
+  {(const void*)&normgen_rmsnorm_fwd_eb3769dd4a1b, (const void*)&normgen_rmsnorm_fwd_eb3769dd4a1b_plain, 0, 512, 4, 512, 6, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i6
+  {(const void*)&normgen_rmsnorm_fwd_757b6eb52d41, (const void*)&normgen_rmsnorm_fwd_757b6eb52d41_plain, 3, 1024, 4, 1024, 0, 1, 4, 0, 0 },  // reload.t1024.v4.tpr1024
+  {(const void*)&normgen_rmsnorm_fwd_411757daf49d, (const void*)&normgen_rmsnorm_fwd_411757daf49d_plain, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_a3f2c71d6c91, (const void*)&normgen_rmsnorm_fwd_a3f2c71d6c91_plain, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_9f98a2ec790a, (const void*)&normgen_rmsnorm_fwd_9f98a2ec790a_plain, 0, 64, 4, 64, 8, 8, 4, 0, 16384 },  // regs.t64.v4.tpr64.i8.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_0a1b1dea1723, (const void*)&normgen_rmsnorm_fwd_0a1b1dea1723_plain, 1, 256, 4, 256, 2, 8, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_32533d5a5ecd, (const void*)&normgen_rmsnorm_fwd_32533d5a5ecd_plain, 0, 512, 4, 512, 1, 8, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.c8.early
+  {(const void*)&normgen_rmsnorm_fwd_cbf14edaa0ff, (const void*)&normgen_rmsnorm_fwd_cbf14edaa0ff_plain, 1, 512, 4, 512, 4, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c2
+  {(const void*)&normgen_rmsnorm_fwd_fda46310eda2, (const void*)&normgen_rmsnorm_fwd_fda46310eda2_plain, 0, 512, 4, 512, 8, 1, 4, 0, 16384 },  // regs.t512.v4.tpr512.i8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_42439c2272f9, (const void*)&normgen_rmsnorm_fwd_42439c2272f9_plain, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_33081ebcc5ed, (const void*)&normgen_rmsnorm_fwd_33081ebcc5ed_plain, 0, 128, 4, 128, 4, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d935ff426d57, (const void*)&normgen_rmsnorm_fwd_d935ff426d57_plain, 1, 256, 4, 256, 2, 16, 4, 0, 32768 },  // pipelined.t256.v4.tpr256.i2.c16.h32768
+  {(const void*)&normgen_rmsnorm_fwd_6db506a2ba8c, (const void*)&normgen_rmsnorm_fwd_6db506a2ba8c_plain, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_7f9d5224299f, (const void*)&normgen_rmsnorm_fwd_7f9d5224299f_plain, 1, 128, 4, 128, 4, 16, 4, 0, 0 },  // pipelined.t128.v4.tpr128.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_a71d75438c3d, (const void*)&normgen_rmsnorm_fwd_a71d75438c3d_plain, 2, 256, 4, 256, 0, 4, 4, 0, 32768 },  // smem.t256.v4.tpr256.c4.h32768
+  {(const void*)&normgen_rmsnorm_fwd_4ad2f43f268f, (const void*)&normgen_rmsnorm_fwd_4ad2f43f268f_plain, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_5493d8e296d4, (const void*)&normgen_rmsnorm_fwd_5493d8e296d4_plain, 2, 256, 4, 256, 0, 2, 4, 0, 0 },  // smem.t256.v4.tpr256.c2
+  {(const void*)&normgen_rmsnorm_fwd_7a047a337f8d, (const void*)&normgen_rmsnorm_fwd_7a047a337f8d_plain, 0, 128, 4, 128, 8, 16, 4, 0, 65536 },  // regs.t128.v4.tpr128.i8.c16.early.h65536
+  {(const void*)&normgen_rmsnorm_fwd_79385a139c1f, (const void*)&normgen_rmsnorm_fwd_79385a139c1f_plain, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_362ac14b561f, (const void*)&normgen_rmsnorm_fwd_362ac14b561f_plain, 0, 128, 4, 128, 8, 16, 4, 0, 0 },  // regs.t128.v4.tpr128.i8.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_80f0591b0a29, (const void*)&normgen_rmsnorm_fwd_80f0591b0a29_plain, 4, 256, 4, 256, 4, 16, 4, 65536, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.h65536
+  {(const void*)&normgen_rmsnorm_fwd_5ab1a92d5d0f, (const void*)&normgen_rmsnorm_fwd_5ab1a92d5d0f_plain, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_5c1b832c19b1, (const void*)&normgen_rmsnorm_fwd_5c1b832c19b1_plain, 2, 512, 4, 512, 0, 4, 4, 0, 65536 },  // smem.t512.v4.tpr512.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_124fe01461ec, (const void*)&normgen_rmsnorm_fwd_124fe01461ec_plain, 2, 256, 4, 256, 0, 4, 4, 0, 65536 },  // smem.t256.v4.tpr256.c4.h65536
+  {(const void*)&normgen_rmsnorm_fwd_21210842394e, (const void*)&normgen_rmsnorm_fwd_21210842394e_plain, 0, 256, 4, 256, 8, 16, 4, 0, 131072 },  // regs.t256.v4.tpr256.i8.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d1750b6682d9, (const void*)&normgen_rmsnorm_fwd_d1750b6682d9_plain, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_af5f4174dd3a, (const void*)&normgen_rmsnorm_fwd_af5f4174dd3a_plain, 1, 512, 4, 512, 4, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_72cfb91d6a27, (const void*)&normgen_rmsnorm_fwd_72cfb91d6a27_plain, 4, 256, 4, 256, 8, 16, 4, 131072, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_e330942e14e5, (const void*)&normgen_rmsnorm_fwd_e330942e14e5_plain, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_d206477935c8, (const void*)&normgen_rmsnorm_fwd_d206477935c8_plain, 1, 64, 4, 64, 2, 1, 4, 0, 512 },  // pipelined.t64.v4.tpr64.i2.h512
+  {(const void*)&normgen_rmsnorm_fwd_aef9aafba688, (const void*)&normgen_rmsnorm_fwd_aef9aafba688_plain, 0, 256, 4, 256, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i1
+  {(const void*)&normgen_rmsnorm_fwd_52c1afab4c82, (const void*)&normgen_rmsnorm_fwd_52c1afab4c82_plain, 0, 64, 4, 64, 2, 1, 4, 0, 512 },  // regs.t64.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4975fa1100df, (const void*)&normgen_rmsnorm_fwd_4975fa1100df_plain, 0, 128, 4, 64, 2, 1, 4, 0, 512 },  // regs.t128.v4.tpr64.i2.early.h512
+  {(const void*)&normgen_rmsnorm_fwd_4145224fe11f, (const void*)&normgen_rmsnorm_fwd_4145224fe11f_plain, 1, 1024, 4, 128, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr128.i1
+  {(const void*)&normgen_rmsnorm_fwd_2bdcdb056c5e, (const void*)&normgen_rmsnorm_fwd_2bdcdb056c5e_plain, 0, 256, 4, 128, 1, 1, 4, 0, 0 },  // regs.t256.v4.tpr128.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_0ccc94faced9, (const void*)&normgen_rmsnorm_fwd_0ccc94faced9_plain, 1, 128, 4, 128, 2, 1, 4, 0, 768 },  // pipelined.t128.v4.tpr128.i2.h768
+  {(const void*)&normgen_rmsnorm_fwd_e5c272e5eb18, (const void*)&normgen_rmsnorm_fwd_e5c272e5eb18_plain, 1, 512, 4, 64, 3, 1, 4, 0, 768 },  // pipelined.t512.v4.tpr64.i3.h768
+  {(const void*)&normgen_rmsnorm_fwd_40a17149c5b8, (const void*)&normgen_rmsnorm_fwd_40a17149c5b8_plain, 1, 512, 4, 64, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr64.i3
+  {(const void*)&normgen_rmsnorm_fwd_8c8ddd600cd8, (const void*)&normgen_rmsnorm_fwd_8c8ddd600cd8_plain, 0, 128, 4, 128, 2, 1, 4, 0, 1024 },  // regs.t128.v4.tpr128.i2.early.h1024
+  {(const void*)&normgen_rmsnorm_fwd_e1d67f89048e, (const void*)&normgen_rmsnorm_fwd_e1d67f89048e_plain, 1, 256, 4, 32, 8, 1, 4, 0, 1024 },  // pipelined.t256.v4.tpr32.i8.h1024
+  {(const void*)&normgen_rmsnorm_fwd_128079f70001, (const void*)&normgen_rmsnorm_fwd_128079f70001_plain, 1, 128, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t128.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_d240953695ec, (const void*)&normgen_rmsnorm_fwd_d240953695ec_plain, 0, 256, 4, 256, 2, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i2
+  {(const void*)&normgen_rmsnorm_fwd_d3cefdfe472e, (const void*)&normgen_rmsnorm_fwd_d3cefdfe472e_plain, 1, 512, 4, 512, 1, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1
+  {(const void*)&normgen_rmsnorm_fwd_fbb0ce5d0925, (const void*)&normgen_rmsnorm_fwd_fbb0ce5d0925_plain, 1, 512, 4, 128, 3, 1, 4, 0, 1536 },  // pipelined.t512.v4.tpr128.i3.h1536
+  {(const void*)&normgen_rmsnorm_fwd_207036bed2e5, (const void*)&normgen_rmsnorm_fwd_207036bed2e5_plain, 0, 512, 4, 512, 1, 1, 4, 0, 0 },  // regs.t512.v4.tpr512.i1.cap2048
+  {(const void*)&normgen_rmsnorm_fwd_a3055a5f3f8c, (const void*)&normgen_rmsnorm_fwd_a3055a5f3f8c_plain, 1, 256, 4, 256, 2, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr256.i2.h2048
+  {(const void*)&normgen_rmsnorm_fwd_f5a6c734b213, (const void*)&normgen_rmsnorm_fwd_f5a6c734b213_plain, 1, 512, 4, 512, 1, 1, 4, 0, 2048 },  // pipelined.t512.v4.tpr512.i1.h2048
+  {(const void*)&normgen_rmsnorm_fwd_0d8ca4660a69, (const void*)&normgen_rmsnorm_fwd_0d8ca4660a69_plain, 1, 256, 4, 64, 8, 1, 4, 0, 2048 },  // pipelined.t256.v4.tpr64.i8.h2048
+  {(const void*)&normgen_rmsnorm_fwd_6befb0f25a99, (const void*)&normgen_rmsnorm_fwd_6befb0f25a99_plain, 2, 512, 4, 512, 0, 1, 4, 0, 2048 },  // smem.t512.v4.tpr512.h2048
+  {(const void*)&normgen_rmsnorm_fwd_b1fa83563faf, (const void*)&normgen_rmsnorm_fwd_b1fa83563faf_plain, 1, 128, 4, 128, 5, 1, 4, 0, 2560 },  // pipelined.t128.v4.tpr128.i5.h2560
+  {(const void*)&normgen_rmsnorm_fwd_e0162918a365, (const void*)&normgen_rmsnorm_fwd_e0162918a365_plain, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.early
+  {(const void*)&normgen_rmsnorm_fwd_6a6c2d152dff, (const void*)&normgen_rmsnorm_fwd_6a6c2d152dff_plain, 1, 512, 4, 512, 2, 1, 4, 0, 2560 },  // pipelined.t512.v4.tpr512.i2.h2560
+  {(const void*)&normgen_rmsnorm_fwd_8824287dcf12, (const void*)&normgen_rmsnorm_fwd_8824287dcf12_plain, 0, 256, 4, 256, 3, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_5b30d4a9b35d, (const void*)&normgen_rmsnorm_fwd_5b30d4a9b35d_plain, 1, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // pipelined.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_c3ad258dfb32, (const void*)&normgen_rmsnorm_fwd_c3ad258dfb32_plain, 1, 256, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_e2c105cd3ce6, (const void*)&normgen_rmsnorm_fwd_e2c105cd3ce6_plain, 1, 512, 4, 256, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr256.i3
+  {(const void*)&normgen_rmsnorm_fwd_2171c66c29c5, (const void*)&normgen_rmsnorm_fwd_2171c66c29c5_plain, 2, 512, 4, 512, 0, 1, 4, 0, 2560 },  // smem.t512.v4.tpr512.h2560
+  {(const void*)&normgen_rmsnorm_fwd_72b6346fc2f7, (const void*)&normgen_rmsnorm_fwd_72b6346fc2f7_plain, 1, 256, 4, 256, 3, 1, 4, 0, 3072 },  // pipelined.t256.v4.tpr256.i3.h3072
+  {(const void*)&normgen_rmsnorm_fwd_26c08c0197c4, (const void*)&normgen_rmsnorm_fwd_26c08c0197c4_plain, 1, 512, 4, 512, 2, 1, 4, 0, 3072 },  // pipelined.t512.v4.tpr512.i2.h3072
+  {(const void*)&normgen_rmsnorm_fwd_6438e22cf86c, (const void*)&normgen_rmsnorm_fwd_6438e22cf86c_plain, 2, 512, 4, 512, 0, 1, 4, 0, 3072 },  // smem.t512.v4.tpr512.h3072
+  {(const void*)&normgen_rmsnorm_fwd_ca307f384e53, (const void*)&normgen_rmsnorm_fwd_ca307f384e53_plain, 0, 512, 4, 512, 2, 1, 4, 0, 3072 },  // regs.t512.v4.tpr512.i2.cap1536.h3072
+  {(const void*)&normgen_rmsnorm_fwd_01c77dbcd1e6, (const void*)&normgen_rmsnorm_fwd_01c77dbcd1e6_plain, 0, 256, 4, 256, 2, 2, 4, 0, 4096 },  // regs.t256.v4.tpr256.i2.c2.early.h4096
+  {(const void*)&normgen_rmsnorm_fwd_edbd6efd0dec, (const void*)&normgen_rmsnorm_fwd_edbd6efd0dec_plain, 0, 256, 4, 256, 2, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_58367789cfcd, (const void*)&normgen_rmsnorm_fwd_58367789cfcd_plain, 1, 256, 4, 256, 2, 2, 4, 0, 4096 },  // pipelined.t256.v4.tpr256.i2.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_e006a2146ebe, (const void*)&normgen_rmsnorm_fwd_e006a2146ebe_plain, 0, 256, 4, 256, 4, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_6022c5efafb1, (const void*)&normgen_rmsnorm_fwd_6022c5efafb1_plain, 1, 512, 4, 512, 1, 2, 4, 0, 4096 },  // pipelined.t512.v4.tpr512.i1.c2.h4096
+  {(const void*)&normgen_rmsnorm_fwd_5dda9292e358, (const void*)&normgen_rmsnorm_fwd_5dda9292e358_plain, 1, 512, 4, 512, 1, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_17e14ae24da9, (const void*)&normgen_rmsnorm_fwd_17e14ae24da9_plain, 1, 256, 4, 256, 4, 1, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4
+  {(const void*)&normgen_rmsnorm_fwd_1c61f392020f, (const void*)&normgen_rmsnorm_fwd_1c61f392020f_plain, 0, 1024, 4, 1024, 1, 1, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1
+  {(const void*)&normgen_rmsnorm_fwd_171186b3482d, (const void*)&normgen_rmsnorm_fwd_171186b3482d_plain, 0, 512, 4, 512, 2, 1, 4, 0, 4096 },  // regs.t512.v4.tpr512.i2.cap2048.h4096
+  {(const void*)&normgen_rmsnorm_fwd_586e10646e4d, (const void*)&normgen_rmsnorm_fwd_586e10646e4d_plain, 1, 128, 4, 128, 5, 2, 4, 0, 5120 },  // pipelined.t128.v4.tpr128.i5.c2.h5120
+  {(const void*)&normgen_rmsnorm_fwd_4324aa90b301, (const void*)&normgen_rmsnorm_fwd_4324aa90b301_plain, 0, 256, 4, 256, 3, 2, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_0198c41d7066, (const void*)&normgen_rmsnorm_fwd_0198c41d7066_plain, 0, 256, 4, 256, 5, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i5
+  {(const void*)&normgen_rmsnorm_fwd_57c976e640d2, (const void*)&normgen_rmsnorm_fwd_57c976e640d2_plain, 1, 512, 4, 512, 3, 1, 4, 0, 5120 },  // pipelined.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_fced526ee68f, (const void*)&normgen_rmsnorm_fwd_fced526ee68f_plain, 1, 512, 4, 512, 3, 1, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3
+  {(const void*)&normgen_rmsnorm_fwd_0a50db73b8fc, (const void*)&normgen_rmsnorm_fwd_0a50db73b8fc_plain, 2, 512, 4, 512, 0, 1, 4, 0, 0 },  // smem.t512.v4.tpr512
+  {(const void*)&normgen_rmsnorm_fwd_05e3e894d735, (const void*)&normgen_rmsnorm_fwd_05e3e894d735_plain, 0, 512, 4, 512, 3, 1, 4, 0, 5120 },  // regs.t512.v4.tpr512.i3.h5120
+  {(const void*)&normgen_rmsnorm_fwd_48949e029233, (const void*)&normgen_rmsnorm_fwd_48949e029233_plain, 1, 256, 4, 256, 3, 2, 4, 0, 6144 },  // pipelined.t256.v4.tpr256.i3.c2.h6144
+  {(const void*)&normgen_rmsnorm_fwd_3a4e10653247, (const void*)&normgen_rmsnorm_fwd_3a4e10653247_plain, 1, 256, 4, 256, 3, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_defce0ba5b61, (const void*)&normgen_rmsnorm_fwd_defce0ba5b61_plain, 1, 512, 4, 512, 3, 1, 4, 0, 6144 },  // pipelined.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_502005821070, (const void*)&normgen_rmsnorm_fwd_502005821070_plain, 1, 512, 4, 512, 2, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c2
+  {(const void*)&normgen_rmsnorm_fwd_8ad19f1e4401, (const void*)&normgen_rmsnorm_fwd_8ad19f1e4401_plain, 0, 1024, 4, 1024, 2, 1, 4, 0, 6144 },  // regs.t1024.v4.tpr1024.i2.cap2048.h6144
+  {(const void*)&normgen_rmsnorm_fwd_b087ee589cae, (const void*)&normgen_rmsnorm_fwd_b087ee589cae_plain, 0, 256, 4, 256, 6, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i6
+  {(const void*)&normgen_rmsnorm_fwd_264d33f59791, (const void*)&normgen_rmsnorm_fwd_264d33f59791_plain, 0, 512, 4, 512, 3, 1, 4, 0, 6144 },  // regs.t512.v4.tpr512.i3.h6144
+  {(const void*)&normgen_rmsnorm_fwd_d01d265df3b2, (const void*)&normgen_rmsnorm_fwd_d01d265df3b2_plain, 1, 256, 4, 256, 4, 2, 4, 0, 7168 },  // pipelined.t256.v4.tpr256.i4.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_16666419d478, (const void*)&normgen_rmsnorm_fwd_16666419d478_plain, 0, 512, 4, 512, 2, 2, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c2.early
+  {(const void*)&normgen_rmsnorm_fwd_b3455b44120f, (const void*)&normgen_rmsnorm_fwd_b3455b44120f_plain, 1, 512, 4, 512, 2, 2, 4, 0, 7168 },  // pipelined.t512.v4.tpr512.i2.c2.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8811f42b9c04, (const void*)&normgen_rmsnorm_fwd_8811f42b9c04_plain, 0, 1024, 4, 1024, 1, 2, 4, 0, 0 },  // regs.t1024.v4.tpr1024.i1.c2
+  {(const void*)&normgen_rmsnorm_fwd_2a9dffde5a77, (const void*)&normgen_rmsnorm_fwd_2a9dffde5a77_plain, 0, 512, 4, 512, 4, 1, 4, 0, 7168 },  // regs.t512.v4.tpr512.i4.h7168
+  {(const void*)&normgen_rmsnorm_fwd_8c66473c7f57, (const void*)&normgen_rmsnorm_fwd_8c66473c7f57_plain, 0, 256, 4, 256, 7, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i7
+  {(const void*)&normgen_rmsnorm_fwd_6158806e5a18, (const void*)&normgen_rmsnorm_fwd_6158806e5a18_plain, 0, 256, 4, 256, 2, 4, 4, 0, 8192 },  // regs.t256.v4.tpr256.i2.c4.early.h8192
+  {(const void*)&normgen_rmsnorm_fwd_c8810ae2773b, (const void*)&normgen_rmsnorm_fwd_c8810ae2773b_plain, 0, 256, 4, 256, 2, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_9307a8f46918, (const void*)&normgen_rmsnorm_fwd_9307a8f46918_plain, 1, 512, 4, 512, 2, 2, 4, 0, 8192 },  // pipelined.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_bba4c891c351, (const void*)&normgen_rmsnorm_fwd_bba4c891c351_plain, 1, 512, 4, 512, 1, 4, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c4
+  {(const void*)&normgen_rmsnorm_fwd_5288c39db551, (const void*)&normgen_rmsnorm_fwd_5288c39db551_plain, 0, 256, 4, 256, 8, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i8
+  {(const void*)&normgen_rmsnorm_fwd_3f24750220d7, (const void*)&normgen_rmsnorm_fwd_3f24750220d7_plain, 0, 512, 4, 512, 2, 2, 4, 0, 8192 },  // regs.t512.v4.tpr512.i2.c2.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5c1a08f6c13c, (const void*)&normgen_rmsnorm_fwd_5c1a08f6c13c_plain, 2, 1024, 4, 512, 0, 1, 4, 0, 8192 },  // smem.t1024.v4.tpr512.h8192
+  {(const void*)&normgen_rmsnorm_fwd_5281ad655e94, (const void*)&normgen_rmsnorm_fwd_5281ad655e94_plain, 0, 256, 4, 256, 3, 4, 4, 0, 12288 },  // regs.t256.v4.tpr256.i3.c4.early.h12288
+  {(const void*)&normgen_rmsnorm_fwd_51b0edae5f8e, (const void*)&normgen_rmsnorm_fwd_51b0edae5f8e_plain, 0, 256, 4, 256, 3, 4, 4, 0, 0 },  // regs.t256.v4.tpr256.i3.c4.early
+  {(const void*)&normgen_rmsnorm_fwd_dece889e2f44, (const void*)&normgen_rmsnorm_fwd_dece889e2f44_plain, 1, 256, 4, 256, 3, 4, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i3.c4
+  {(const void*)&normgen_rmsnorm_fwd_9e204beda60d, (const void*)&normgen_rmsnorm_fwd_9e204beda60d_plain, 1, 256, 4, 256, 6, 2, 4, 0, 12288 },  // pipelined.t256.v4.tpr256.i6.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_f88a80ea8c22, (const void*)&normgen_rmsnorm_fwd_f88a80ea8c22_plain, 1, 512, 4, 512, 3, 2, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i3.c2
+  {(const void*)&normgen_rmsnorm_fwd_ef715640299f, (const void*)&normgen_rmsnorm_fwd_ef715640299f_plain, 1, 512, 4, 512, 3, 2, 4, 0, 12288 },  // pipelined.t512.v4.tpr512.i3.c2.h12288
+  {(const void*)&normgen_rmsnorm_fwd_7cd57ca68dcc, (const void*)&normgen_rmsnorm_fwd_7cd57ca68dcc_plain, 0, 1024, 4, 1024, 3, 1, 4, 0, 12288 },  // regs.t1024.v4.tpr1024.i3.h12288
+  {(const void*)&normgen_rmsnorm_fwd_ab3a7d8cd79a, (const void*)&normgen_rmsnorm_fwd_ab3a7d8cd79a_plain, 0, 256, 4, 256, 12, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i12
+  {(const void*)&normgen_rmsnorm_fwd_07aba21f7598, (const void*)&normgen_rmsnorm_fwd_07aba21f7598_plain, 0, 128, 4, 128, 4, 8, 4, 0, 16384 },  // regs.t128.v4.tpr128.i4.c8.early.h16384
+  {(const void*)&normgen_rmsnorm_fwd_6683c2afc870, (const void*)&normgen_rmsnorm_fwd_6683c2afc870_plain, 0, 256, 4, 256, 16, 1, 4, 0, 0 },  // regs.t256.v4.tpr256.i16
+  {(const void*)&normgen_rmsnorm_fwd_6837c622d5d0, (const void*)&normgen_rmsnorm_fwd_6837c622d5d0_plain, 1, 512, 4, 512, 1, 8, 4, 0, 16384 },  // pipelined.t512.v4.tpr512.i1.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f5fd26433823, (const void*)&normgen_rmsnorm_fwd_f5fd26433823_plain, 1, 512, 4, 512, 1, 8, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i1.c8
+  {(const void*)&normgen_rmsnorm_fwd_aed5d2309ac5, (const void*)&normgen_rmsnorm_fwd_aed5d2309ac5_plain, 1, 256, 4, 256, 8, 2, 4, 0, 16384 },  // pipelined.t256.v4.tpr256.i8.c2.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1b0e341d79fe, (const void*)&normgen_rmsnorm_fwd_1b0e341d79fe_plain, 1, 256, 4, 256, 8, 2, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c2
+  {(const void*)&normgen_rmsnorm_fwd_533d9d305ea3, (const void*)&normgen_rmsnorm_fwd_533d9d305ea3_plain, 0, 256, 4, 256, 2, 8, 4, 0, 16384 },  // regs.t256.v4.tpr256.i2.c8.h16384
+  {(const void*)&normgen_rmsnorm_fwd_f3f2e54788d7, (const void*)&normgen_rmsnorm_fwd_f3f2e54788d7_plain, 2, 1024, 4, 1024, 0, 1, 4, 0, 16384 },  // smem.t1024.v4.tpr1024.h16384
+  {(const void*)&normgen_rmsnorm_fwd_1baca5178c8d, (const void*)&normgen_rmsnorm_fwd_1baca5178c8d_plain, 0, 256, 4, 256, 2, 16, 4, 0, 32768 },  // regs.t256.v4.tpr256.i2.c16.early.h32768
+  {(const void*)&normgen_rmsnorm_fwd_ee4ba7b3ed18, (const void*)&normgen_rmsnorm_fwd_ee4ba7b3ed18_plain, 3, 256, 4, 256, 0, 1, 4, 0, 0 },  // reload.t256.v4.tpr256
+  {(const void*)&normgen_rmsnorm_fwd_17a883dc51ca, (const void*)&normgen_rmsnorm_fwd_17a883dc51ca_plain, 0, 256, 4, 256, 2, 16, 4, 0, 0 },  // regs.t256.v4.tpr256.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_cb388ba376c4, (const void*)&normgen_rmsnorm_fwd_cb388ba376c4_plain, 1, 256, 4, 256, 2, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_24e815b33e27, (const void*)&normgen_rmsnorm_fwd_24e815b33e27_plain, 2, 512, 4, 512, 0, 4, 4, 0, 0 },  // smem.t512.v4.tpr512.c4
+  {(const void*)&normgen_rmsnorm_fwd_8cde8f5fff52, (const void*)&normgen_rmsnorm_fwd_8cde8f5fff52_plain, 2, 1024, 4, 1024, 0, 2, 4, 0, 32768 },  // smem.t1024.v4.tpr1024.c2.h32768
+  {(const void*)&normgen_rmsnorm_fwd_08bd3b8323dc, (const void*)&normgen_rmsnorm_fwd_08bd3b8323dc_plain, 2, 1024, 4, 1024, 0, 2, 4, 0, 0 },  // smem.t1024.v4.tpr1024.c2
+  {(const void*)&normgen_rmsnorm_fwd_85dbe333098c, (const void*)&normgen_rmsnorm_fwd_85dbe333098c_plain, 1, 256, 4, 256, 4, 16, 4, 0, 65536 },  // pipelined.t256.v4.tpr256.i4.c16.h65536
+  {(const void*)&normgen_rmsnorm_fwd_78e7832b12a3, (const void*)&normgen_rmsnorm_fwd_78e7832b12a3_plain, 0, 512, 4, 512, 2, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i2.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_26cc79c8973e, (const void*)&normgen_rmsnorm_fwd_26cc79c8973e_plain, 1, 512, 4, 512, 2, 16, 4, 0, 0 },  // pipelined.t512.v4.tpr512.i2.c16
+  {(const void*)&normgen_rmsnorm_fwd_afe5e6f5e459, (const void*)&normgen_rmsnorm_fwd_afe5e6f5e459_plain, 4, 256, 4, 256, 4, 16, 4, 114688, 65536 },  // ring.t256.v4.tpr256.i4.c16.s3.sw.defer.h65536
+  {(const void*)&normgen_rmsnorm_fwd_970381726e83, (const void*)&normgen_rmsnorm_fwd_970381726e83_plain, 1, 256, 4, 256, 4, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i4.c16
+  {(const void*)&normgen_rmsnorm_fwd_f1e3877aa4ce, (const void*)&normgen_rmsnorm_fwd_f1e3877aa4ce_plain, 0, 512, 4, 512, 4, 16, 4, 0, 131072 },  // regs.t512.v4.tpr512.i4.c16.early.h131072
+  {(const void*)&normgen_rmsnorm_fwd_d8a4d57df61a, (const void*)&normgen_rmsnorm_fwd_d8a4d57df61a_plain, 0, 512, 4, 512, 4, 16, 4, 0, 0 },  // regs.t512.v4.tpr512.i4.c16.early
+  {(const void*)&normgen_rmsnorm_fwd_d87311fd5d3f, (const void*)&normgen_rmsnorm_fwd_d87311fd5d3f_plain, 4, 256, 4, 256, 8, 16, 4, 163840, 131072 },  // ring.t256.v4.tpr256.i8.c16.s2.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_b3850c355a6f, (const void*)&normgen_rmsnorm_fwd_b3850c355a6f_plain, 1, 256, 4, 256, 8, 16, 4, 0, 0 },  // pipelined.t256.v4.tpr256.i8.c16
+  {(const void*)&normgen_rmsnorm_fwd_15827a670441, (const void*)&normgen_rmsnorm_fwd_15827a670441_plain, 4, 256, 4, 256, 8, 16, 4, 229376, 131072 },  // ring.t256.v4.tpr256.i8.c16.s3.sw.h131072
+  {(const void*)&normgen_rmsnorm_fwd_31c82034c048, (const void*)&normgen_rmsnorm_fwd_31c82034c048_plain, 3, 256, 1, 256, 0, 1, 4, 0, 0 },  // reload.t256.v1.tpr256
 };
 
 // A kernel spec: op, dtypes and features, with its generic variant.
@@ -3433,9 +4377,10 @@ bool programmatic_launch_allowed() {
 }
 
 // Every kernel of the package starts with griddepcontrol.launch_dependents and
-// griddepcontrol.wait, so it may be launched to overlap the stream's previous kernel.
-cudaError_t launch(const void* kernel, int64_t grid, int threads, size_t smem, void* stream, void** args) {
-  if (programmatic_launch_allowed()) {
+// griddepcontrol.wait, so it may be launched to overlap the stream's previous kernel
+// (`programmatic`); a forward kernel's plain twin, which has no such prologue, never is.
+cudaError_t launch(const void* kernel, bool programmatic, int64_t grid, int threads, size_t smem, void* stream, void** args) {
+  if (programmatic) {
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -3494,6 +4439,10 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   const normgen_status s = check(d, &spec);
   if (s != NORMGEN_OK) return s;
   const Variant& v = kVariants[select_variant(*d, spec, current_table(), &path, &release_at)];
+  // Launched plainly (the setting off, or before sm90), the plain twin: the release and the
+  // wait would only cost time there (test/gpu/plain-twins.md).
+  const bool programmatic = programmatic_launch_allowed();
+  const void* kernel = programmatic ? v.kernel : v.plain_kernel;
   NormgenFwdParams p;
   memset(&p, 0, sizeof p);
   p.x = d->x; p.residual = d->residual; p.weight = d->weight; p.bias = d->bias;
@@ -3506,15 +4455,15 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   int64_t grid = (d->rows + rows_per_cta - 1) / rows_per_cta * v.cluster;
   size_t smem = size_t(staged_bytes(v, d->hidden));
   if (v.storage == RING) smem = size_t(v.ring_bytes);
-  cudaError_t e = opt_in(v.kernel, smem, v.cluster);
+  cudaError_t e = opt_in(kernel, smem, v.cluster);
   if (e == cudaSuccess && (v.storage == PIPELINED || v.storage == RING)) {  // persistent: as many CTAs as fit at once
     int64_t cap = 0;
-    e = resident_ctas(v.kernel, v.threads, v.cluster, smem, &cap);
+    e = resident_ctas(kernel, v.threads, v.cluster, smem, &cap);
     if (cap > 0 && cap < grid) grid = cap;
   }
   if (e == cudaSuccess) {
     void* args[] = {&p};
-    e = launch(v.kernel, grid, v.threads, smem, d->stream, args);
+    e = launch(kernel, programmatic, grid, v.threads, smem, d->stream, args);
   }
   if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
   return NORMGEN_OK;
@@ -3759,8 +4708,9 @@ extern "C" normgen_status normgen_backward(const normgen_bwd_desc* d) {
   p.x_stride = d->x_stride; p.dy_stride = d->dy_stride; p.dresidual_stride = d->dresidual_stride; p.dx_stride = d->dx_stride;
   p.partial_rows = grid; p.eps = d->eps;
   void* args[] = {&p};
-  e = launch(v.kernel, grid, v.threads, smem, d->stream, args);
-  if (e == cudaSuccess && v.sums) e = launch(v.reduce, (d->hidden + 31) / 32, 256, 0, d->stream, args);
+  const bool programmatic = programmatic_launch_allowed();
+  e = launch(v.kernel, programmatic, grid, v.threads, smem, d->stream, args);
+  if (e == cudaSuccess && v.sums) e = launch(v.reduce, programmatic, (d->hidden + 31) / 32, 256, 0, d->stream, args);
   if (e != cudaSuccess) return fail(NORMGEN_ERROR_LAUNCH, "launch failed: %s", cudaGetErrorString(e));
   return NORMGEN_OK;
 }
