@@ -68,6 +68,9 @@ export function renderPackageUnit(spec: KernelSpec, variants: Variant[], tunedRe
   return renderCudaUnit(spec, variants) + render('package', 'plain_twins.cu.hbs', { kernels: twins });
 }
 
+/** The kernel a variant runs as: its plain twin where launched plainly from a unit with twins. */
+export const timedSymbol = (v: { symbol: string }, plainTwin = false) => (plainTwin ? `${v.symbol}_plain` : v.symbol);
+
 /** File name of a compile unit: readable, and unique per spec and variant set. */
 export function unitFileName(spec: KernelSpec, variants: readonly unknown[], tag = ''): string {
   return `${specKey(spec)}${tag ? '.' + tag : ''}.${variants.length}v.cu`;

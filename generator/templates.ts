@@ -50,8 +50,8 @@ export function templateHash(family: string): string {
 
 const compiled = new Map<string, HandlebarsTemplateDelegate>();
 
-/** Families whose templates also use another family's partials (backward reuses the forward helpers). */
-const SHARED_PARTIALS: Record<string, string[]> = { 'cuda-bwd': ['cuda'] };
+/** Families whose templates also use another family's partials (backward and the plain twins reuse the forward's). */
+const SHARED_PARTIALS: Record<string, string[]> = { 'cuda-bwd': ['cuda'], package: ['cuda'] };
 
 /** A Handlebars instance per family: partials are the family's partials/ folder (and those it shares). */
 function environment(family: string): typeof Handlebars {

@@ -62,21 +62,36 @@ test('every variant of every problem is measured once; a re-run resumes with not
   assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), 'final timings in graphs of at least 16 launches\n');
 });
 
-test('a run with plain launches is recorded, and a database mixing both says so', async () => {
-  const dbPath = join(mkdtempSync(join(tmpdir(), 'normgen-tune-')), 'db.jsonl');
+test('under plain launches the plain twins are timed, into a database of their own', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'normgen-tune-'));
+  const dbPath = join(dir, 'db.jsonl');
   (await tune(options(dbPath))).db.close();
-  const saved = process.env.NORMGEN_PDL;
-  process.env.NORMGEN_PDL = '0';  // the stand-in runner, like the native one, then launches plainly
+  const saved = { pdl: process.env.NORMGEN_PDL, log: process.env.FAKE_LOG };
+  process.env.NORMGEN_PDL = '0'; // the stand-in runner, like the native one, then launches plainly
+  process.env.FAKE_LOG = join(dir, 'runs.jsonl');
   try {
-    (await tune(options(dbPath, { grid: { ...grid, rows: [16] } }))).db.close();
+    // Resumed under the other launch mode, the finished problems would stand for times never taken so.
+    const refused = await tune(options(dbPath, { grid: { ...grid, rows: [16] } })).then(
+      (out) => (out.db.close(), 'tuned'),
+      (e: Error) => e.message,
+    );
+    assert.match(refused, /holds times of programmatic launches and this run times plain launches \(NORMGEN_PDL=0 or before sm90\): tune each launch mode into its own --db/);
+    const plainPath = join(dir, 'plain.jsonl');
+    (await tune(options(plainPath, { grid: { ...grid, rows: [16] } }))).db.close();
+    const db = TuningDb.read(plainPath);
+    assert.equal(db.sessions.map((s) => [s.launch, s.plainTwins, s.chainLaunches]), [['plain', true, undefined]]);
+    assert.match(tuneReport(db, 0, 0), "back-to-back plain launches of each kernel's plain twin");
+    const symbols = readFileSync(process.env.FAKE_LOG, 'utf8').trim().split('\n').map((l) => JSON.parse(l).symbol as string);
+    assert.is(symbols.length, db.results.length);
+    assert.ok(symbols.every((s) => s.endsWith('_plain')), 'every timed kernel is a twin');
+    assert.equal(new Set(symbols.map((s) => s.replace(/_plain$/, '').replace(/^normgen_rmsnorm_fwd_/, ''))), new Set(db.results.map((r) => r.variantId)));
   } finally {
-    if (saved === undefined) delete process.env.NORMGEN_PDL;
-    else process.env.NORMGEN_PDL = saved;
+    for (const [name, value] of [['NORMGEN_PDL', saved.pdl], ['FAKE_LOG', saved.log]] as const) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
   }
-  const db = TuningDb.read(dbPath);
-  assert.equal(db.sessions.map((s) => s.launch), ['programmatic', 'plain']);
-  assert.equal(db.sessions.map((s) => s.chainLaunches), [16, undefined]);
-  assert.match(tuneReport(db, 0, 0), 'programmatic dependent launch in some runs of this database, plain in others');
+  assert.equal(TuningDb.read(dbPath).sessions.map((s) => s.launch), ['programmatic'], 'the refused run added nothing');
 });
 
 test('--gpus: each GPU measures whole compile units, its results fractions of its own copy bandwidth', async () => {
@@ -226,7 +241,7 @@ test('finals of short problems are timed releasing the next grid at the start an
   // The launcher's table entry carries it: { spec, hidden, rows, variant, portable, release_at }.
   const pkg = mkdtempSync(join(tmpdir(), 'normgen-pkg-'));
   emitPackage({ name: 'normgen-test', tables }, pkg);
-  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 1 \},/);
+  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 1, 0 \},/);
   assert.match(tuneReport(late.db, 1, 0), /timed twice, the next grid released at the kernel's start and after its wait, and keep the faster: \d+ timings, 1 faster released after the wait \(1 by over 2%/);
 
   const slower = await run(3);  // slower released late: timed so, but launched releasing at the start
@@ -273,7 +288,7 @@ test('finals of persistent clustered kernels are also timed releasing at their e
   assert.equal(planPackage(tables).entries.map((e) => e.releaseAt), [2]);
   const pkg = mkdtempSync(join(tmpdir(), 'normgen-pkg-'));
   emitPackage({ name: 'normgen-test', tables }, pkg);
-  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 2 \},/);
+  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 2, 0 \},/);
   assert.match(tuneReport(db, 1, 0), /also timed releasing the next grid only at their exit: 1 timing, 1 fastest so \(1 by over 2% against the start\)/);
 });
 

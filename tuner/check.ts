@@ -8,8 +8,8 @@ import { InputError, problemKey, specKey, type Problem } from '../generator/prob
 import { templateHash } from '../generator/templates.js';
 import { makeVariant, type Variant } from '../generator/variant.js';
 import { CompilePool, type VariantBuild } from './compile-pool.js';
-import { fwdParams, sameDevice, type DbResult, type TuningDb } from './db.js';
-import { copyBandwidth, queryDevice, type DeviceId } from './device.js';
+import { fwdParams, launchOf, sameDevice, type DbResult, type TuningDb } from './db.js';
+import { copyBandwidth, queryRunner, type DeviceId } from './device.js';
 import { measure, type Measurement } from './measure.js';
 import { buildRunner, Runner } from './runner.js';
 import { finalOptions, hangTimeoutMs } from './tune.js';
@@ -77,9 +77,13 @@ function rankedFinals(db: TuningDb): Map<string, DbResult[]> {
   return by;
 }
 
-function chooseDb(dbs: TuningDb[], device: DeviceId): TuningDb {
-  const mine = dbs.find((db) => db.header.arch === device.arch && sameDevice(db.header.device, device));
-  if (mine) return mine;
+/** The database of this GPU's model timed as the runner launches (a model may have one of each launch mode). */
+function chooseDb(dbs: TuningDb[], device: DeviceId, launch: 'programmatic' | 'plain'): TuningDb {
+  const mine = dbs.filter((db) => db.header.arch === device.arch && sameDevice(db.header.device, device));
+  const same = mine.find((db) => launchOf(db.sessions) === launch);
+  if (same) return same;
+  if (mine.length > 0)
+    throw new InputError(`${mine.map((db) => db.path).join(', ')} ${mine.length > 1 ? 'were' : 'was'} not timed with ${launch} launches as this run launches: ${launch === 'plain' ? 'unset NORMGEN_PDL' : 'set NORMGEN_PDL=0'} or pass the other database`);
   const held = dbs.map((db) => `${db.path} (${db.header.device.name})`).join(', ');
   throw new InputError(`no database for this GPU (${device.name}, ${device.arch}): ${held}; check each database on its own GPU model`);
 }
@@ -121,7 +125,7 @@ function planChecks(db: TuningDb, challengers: number): { problem: Problem; pick
 }
 
 /** Compile every picked variant: one unit per kernel spec and hidden size, as tune does. */
-async function compileAll(db: TuningDb, plan: { problem: Problem; picks: Pick[] }[], jobs: number): Promise<Map<string, VariantBuild>> {
+async function compileAll(db: TuningDb, plan: { problem: Problem; picks: Pick[] }[], jobs: number, twins: boolean): Promise<Map<string, VariantBuild>> {
   const units = new Map<string, Map<string, Variant>>();
   for (const { problem, picks } of plan) {
     const key = `${specKey(problem)}.h${problem.hidden}`;
@@ -135,7 +139,7 @@ async function compileAll(db: TuningDb, plan: { problem: Problem; picks: Pick[] 
     await Promise.all(
       [...units.values()].map(async (unit) => {
         const variants = [...unit.values()];
-        for (const [id, b] of await pool.build({ spec: variants[0].spec, variants })) builds.set(id, b);
+        for (const [id, b] of await pool.build({ spec: variants[0].spec, variants, twins })) builds.set(id, b);
       }),
     );
   } finally {
@@ -147,10 +151,12 @@ async function compileAll(db: TuningDb, plan: { problem: Problem; picks: Pick[] 
 export async function checkDrift(o: CheckOptions): Promise<CheckOutcome> {
   const runner = new Runner(o.runnerExe ?? (await buildRunner()), o.gpu);
   try {
-    const device = await queryDevice(runner);
-    const db = chooseDb(o.dbs, device);
+    const { device, programmaticLaunch } = await queryRunner(runner);
+    const db = chooseDb(o.dbs, device, programmaticLaunch ? 'programmatic' : 'plain');
+    // Re-time what the tune timed: the plain twins where it did.
+    const twins = db.sessions.some((s) => s.plainTwins === true);
     const plan = planChecks(db, o.challengers);
-    const builds = await compileAll(db, plan, o.jobs);
+    const builds = await compileAll(db, plan, o.jobs, twins);
     const copyNow = await copyBandwidth(runner);
     const total = plan.reduce((n, p) => n + p.picks.length, 0);
     let done = 0;
@@ -162,7 +168,7 @@ export async function checkDrift(o: CheckOptions): Promise<CheckOutcome> {
         const b = builds.get(variant.id)!;
         const now: Measurement =
           b.status === 'OK'
-            ? await measure(runner, problem, variant, b.cubin, { ...finalOptions(problem), timeoutMs: hangTimeoutMs(problem, o.timeoutSeconds) }, copyNow)
+            ? await measure(runner, problem, variant, b.cubin, { ...finalOptions(problem), timeoutMs: hangTimeoutMs(problem, o.timeoutSeconds), plainTwin: twins }, copyNow)
             : { status: b.status, ...(b.status === 'COMPILE_ERROR' ? { error: b.log.split('\n').find((l) => l.includes('error')) ?? 'compile error' } : {}) };
         const drift = now.status === 'OK' && now.medianUs !== undefined ? now.medianUs / recorded.medianUs! - 1 : undefined;
         rows.push({ problem, role, recorded, now, drift });

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Piscina } from 'piscina';
 import type { Arch } from '../generator/arch.js';
 import { isBackward, type KernelSpec } from '../generator/problem.js';
-import { renderCudaUnit, unitFileName } from '../generator/render-cuda.js';
+import { renderCudaUnit, renderPackageUnit, timedSymbol, unitFileName } from '../generator/render-cuda.js';
 import { renderCudaBwdUnit } from '../generator/render-cuda-bwd.js';
 import type { Variant } from '../generator/variant.js';
 import { bwdTemplateHash, type BwdVariant } from '../generator/variant-bwd.js';
@@ -30,12 +30,18 @@ export interface CompiledUnit {
 export interface UnitRequest {
   spec: KernelSpec;
   variants: Variant[] | BwdVariant[];
+  /**
+   * Forward units: each kernel's plain twin `<symbol>_plain` too, as a package has it, and
+   * the twin's build is the variant's (a tune under plain launches times the twins).
+   */
+  twins?: boolean;
 }
 
 /** The unit's text and the hash of the templates it came from. */
 function renderUnit(req: UnitRequest): { source: string; templates: string } {
   if (isBackward(req.spec)) return { source: renderCudaBwdUnit(req.spec, req.variants as BwdVariant[]), templates: bwdTemplateHash() };
-  return { source: renderCudaUnit(req.spec, req.variants as Variant[]), templates: templateHash('cuda') };
+  const variants = req.variants as Variant[];
+  return { source: req.twins ? renderPackageUnit(req.spec, variants, new Map()) : renderCudaUnit(req.spec, variants), templates: templateHash('cuda') };
 }
 
 /** What became of one variant after compiling. */
@@ -112,21 +118,21 @@ export class CompilePool {
     if (req.variants.length > MAX_UNIT_VARIANTS) {
       const chunks: UnitRequest['variants'][] = [];
       for (let i = 0; i < req.variants.length; i += MAX_UNIT_VARIANTS) chunks.push(req.variants.slice(i, i + MAX_UNIT_VARIANTS) as UnitRequest['variants']);
-      const built = await Promise.all(chunks.map((variants) => this.build({ spec: req.spec, variants })));
+      const built = await Promise.all(chunks.map((variants) => this.build({ ...req, variants })));
       return new Map(built.flatMap((m) => [...m]));
     }
     const out = new Map<string, VariantBuild>();
     const unit = await this.compileUnit(req);
     if (unit.ok) {
-      for (const v of req.variants) out.set(v.id, classify(unit, v));
+      for (const v of req.variants) out.set(v.id, classify(unit, v, req.twins));
       return out;
     }
     if (req.variants.length === 1) {
       out.set(req.variants[0].id, { status: 'COMPILE_ERROR', log: unit.log });
       return out;
     }
-    const singles = await Promise.all(req.variants.map((v: Variant | BwdVariant) => this.compileUnit({ spec: req.spec, variants: [v] } as UnitRequest)));
-    req.variants.forEach((v, i) => out.set(v.id, singles[i].ok ? classify(singles[i], v) : { status: 'COMPILE_ERROR', log: singles[i].log }));
+    const singles = await Promise.all(req.variants.map((v: Variant | BwdVariant) => this.compileUnit({ ...req, variants: [v] } as UnitRequest)));
+    req.variants.forEach((v, i) => out.set(v.id, singles[i].ok ? classify(singles[i], v, req.twins) : { status: 'COMPILE_ERROR', log: singles[i].log }));
     return out;
   }
 
@@ -135,10 +141,14 @@ export class CompilePool {
   }
 }
 
-/** A backward variant has a row kernel and a reduction: it spills if either does (the row kernel's usage is reported). */
-function classify(unit: CompiledUnit, v: Variant | BwdVariant): VariantBuild {
-  const usage = unit.usage.get(v.symbol);
-  if (!usage) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${v.symbol}` };
+/**
+ * A backward variant has a row kernel and a reduction: it spills if either does (the row
+ * kernel's usage is reported). With twins, a forward variant is its twin.
+ */
+function classify(unit: CompiledUnit, v: Variant | BwdVariant, twins = false): VariantBuild {
+  const symbol = timedSymbol(v, twins && !isBackward(v.spec));
+  const usage = unit.usage.get(symbol);
+  if (!usage) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${symbol}` };
   const reduce = isBackward(v.spec) ? unit.usage.get(`${v.symbol}_reduce`) : usage;
   if (!reduce) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${v.symbol}_reduce` };
   return spills(usage) || spills(reduce) ? { status: 'SPILLS', usage } : { status: 'OK', cubin: unit.cubin, usage };

@@ -55,6 +55,8 @@ export interface DbSession {
   copyGbpsByGpu?: Record<string, number>;
   /** CUDA: how timed kernels were launched (programmatic: each may start while the one before drains). */
   launch?: 'programmatic' | 'plain';
+  /** Plain forward runs: each kernel's plain twin was timed, as a package launches plainly (absent before they existed). */
+  plainTwins?: boolean;
   /** Programmatic runs: the fewest launches in a final timing's graph (a chain's steady state; absent before it existed). */
   chainLaunches?: number;
   /** A seeded re-tune (tune --seed): the earlier database, variants kept per problem, problems it seeded. */
@@ -88,6 +90,12 @@ export type DbLine = DbHeader | DbSession | DbResult;
 /** Any line of any backend's database. */
 export type AnyDbLine = AnyDbHeader | DbSession | DbResult<object>;
 export type WgslDbResult = DbResult<WgslParams>;
+
+/** How a database's kernels were timed: every session's launch mode (before the field: plain), or mixed. */
+export function launchOf(sessions: readonly DbSession[]): 'programmatic' | 'plain' | 'mixed' {
+  const modes = new Set(sessions.map((s) => s.launch ?? 'plain'));
+  return modes.size > 1 ? 'mixed' : modes.has('programmatic') ? 'programmatic' : 'plain';
+}
 
 /** A forward result's parameters; tools that know only forward kernels read them through this. */
 export function fwdParams(r: DbResult): CudaParams {

@@ -4,6 +4,7 @@
 import { biasDType, bytesMoved, residualDType, weightDType, type Problem } from '../generator/problem.js';
 import { OUTPUT_TOLERANCE, STATS_TOLERANCE } from '../generator/tolerance.js';
 import { launchGeometry, type Variant } from '../generator/variant.js';
+import { timedSymbol } from '../generator/render-cuda.js';
 import type { Runner, RunnerReply } from './runner.js';
 
 export const EPS = 1e-6;
@@ -39,6 +40,8 @@ export interface RunOptions {
   phases?: boolean;
   /** With programmatic launch: at least this many launches a graph (a chain's steady state, up to ~8 ms). */
   chainLaunches?: number;
+  /** Run the variant's plain twin `<symbol>_plain` (its unit compiled with twins): what a package launches plainly. */
+  plainTwin?: boolean;
   /**
    * Kernels that count on L1 holding x's rows for a second pass (rereadsRowsFromL1) are also
    * timed with weight and bias at addresses this many bytes apart and congruent to x's, and
@@ -116,7 +119,7 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
   return {
     cmd: 'run',
     cubin,
-    symbol: v.symbol,
+    symbol: timedSymbol(v, o.plainTwin),
     grid: g.grid,
     block: g.block,
     smem: g.sharedBytes,

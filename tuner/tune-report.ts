@@ -2,7 +2,7 @@
 // the winner's time, GB/s, fraction of copy bandwidth and speedup over the baseline.
 
 import { formatTable } from '../cli/table.js';
-import type { DbSession, TuningDb } from './db.js';
+import { launchOf, type DbSession, type TuningDb } from './db.js';
 import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES } from './measure.js';
 import { WINNER_HEADER, winnerRow, winners, type Winner } from './select.js';
 
@@ -27,11 +27,11 @@ function copyLine(sessions: DbSession[]): string {
 
 /** How the timed kernels were launched in the database's runs (before the field existed: plainly). */
 function launchText(sessions: DbSession[]): string {
-  const modes = new Set(sessions.map((s) => s.launch ?? 'plain'));
-  if (modes.size > 1) return 'back-to-back launches (with programmatic dependent launch in some runs of this database, plain in others)';
-  return modes.has('programmatic')
-    ? 'back-to-back launches with programmatic dependent launch (each kernel starts while the one before drains, as the package launches them)' + chainText(sessions)
-    : 'back-to-back plain launches';
+  const mode = launchOf(sessions);
+  if (mode === 'mixed') return 'back-to-back launches (with programmatic dependent launch in some runs of this database, plain in others)';
+  if (mode === 'programmatic')
+    return 'back-to-back launches with programmatic dependent launch (each kernel starts while the one before drains, as the package launches them)' + chainText(sessions);
+  return sessions.every((s) => s.plainTwins) ? "back-to-back plain launches of each kernel's plain twin (as the package launches plainly)" : 'back-to-back plain launches';
 }
 
 /** Programmatic runs: how long a final timing's chain of launches was (short graphs can hide a long chain's slowdown). */

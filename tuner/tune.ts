@@ -102,6 +102,37 @@ function planUnits(o: TuneOptions, problems: Problem[], seeding: SeedCount): Uni
   return [...units.values()];
 }
 
+/** The GPU (one model across --gpus, the arch asked for) and its database, which must hold this run's direction and launch mode. */
+async function openChecked(o: TuneOptions, runners: Runner[]): Promise<{ device: DeviceId; programmaticLaunch: boolean; db: TuningDb }> {
+  const { device, programmaticLaunch } = await queryRunner(runners[0]);
+  checkArchMatches(o.arch, device);
+  for (const r of runners.slice(1)) {
+    const other = await queryDevice(r);
+    if (other.name !== device.name) throw new Error(`--gpus mixes ${device.name} and ${other.name}: tune each model into its own --db`);
+  }
+  const db = TuningDb.open(o.dbPath, { backend: 'cuda', arch: o.arch.name, device }, ops(o).templateHash());
+  try {
+    const other = db.results.find((r) => isBackward(r.problem) !== (o.direction === 'bwd'));
+    if (other) throw new InputError(`${o.dbPath} holds ${isBackward(other.problem) ? 'backward' : 'forward'} results: tune each direction into its own --db`);
+    checkLaunchMatches(db, o.dbPath, programmaticLaunch ? 'programmatic' : 'plain');
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+  return { device, programmaticLaunch, db };
+}
+
+/**
+ * A database holds one launch mode's times: resumed or seeded under the other, its finished
+ * problems would stand for times never taken that way (sessions before the field: plain).
+ */
+function checkLaunchMatches(db: TuningDb, path: string, launch: 'programmatic' | 'plain'): void {
+  const held = db.sessions.find((s) => (s.launch ?? 'plain') !== launch);
+  if (!held) return;
+  const how = (mode: string) => (mode === 'plain' ? 'plain launches (NORMGEN_PDL=0 or before sm90)' : 'programmatic launches');
+  throw new InputError(`${path} holds times of ${how(held.launch ?? 'plain')} and this run times ${how(launch)}: tune each launch mode into its own --db`);
+}
+
 export interface TuneOutcome {
   device: DeviceId;
   copyGbps: number;
@@ -113,15 +144,13 @@ export interface TuneOutcome {
 export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const exe = o.runnerExe ?? (await buildRunner());
   const runners = o.gpus.map((g) => new Runner(exe, g));
-  const { device, programmaticLaunch } = await queryRunner(runners[0]);
-  checkArchMatches(o.arch, device);
-  for (const r of runners.slice(1)) {
-    const other = await queryDevice(r);
-    if (other.name !== device.name) throw new Error(`--gpus mixes ${device.name} and ${other.name}: tune each model into its own --db`);
-  }
-  const db = TuningDb.open(o.dbPath, { backend: 'cuda', arch: o.arch.name, device }, ops(o).templateHash());
-  const other = db.results.find((r) => isBackward(r.problem) !== (o.direction === 'bwd'));
-  if (other) throw new InputError(`${o.dbPath} holds ${isBackward(other.problem) ? 'backward' : 'forward'} results: tune each direction into its own --db`);
+  const { device, programmaticLaunch, db } = await openChecked(o, runners).catch(async (e: unknown) => {
+    await Promise.all(runners.map((r) => r.close())); // a refused run leaves no runner behind
+    throw e;
+  });
+  const launch = programmaticLaunch ? 'programmatic' : 'plain';
+  // Launched plainly, a package runs each forward kernel's plain twin: time those.
+  const twins = launch === 'plain' && o.direction !== 'bwd';
   // Each GPU's results are fractions of its own copy bandwidth: cards of one model differ by a few percent.
   const copyByGpu = new Map<number, number>();
   for (const r of runners) copyByGpu.set(r.gpu, await copyBandwidth(r));
@@ -137,7 +166,8 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     nvcc: await nvccVersion(),
     copyGbps,
     ...(runners.length > 1 ? { copyGbpsByGpu: Object.fromEntries(copyByGpu) } : {}),
-    launch: programmaticLaunch ? 'programmatic' : 'plain',
+    launch,
+    ...(twins ? { plainTwins: true } : {}),
     ...(programmaticLaunch && FULL.chainLaunches ? { chainLaunches: FULL.chainLaunches } : {}),
     ...(o.seed ? { seed: { db: basename(o.seed.path), keep: o.seed.keep, problems: seeding.problems } } : {}),
   });
@@ -159,7 +189,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   for (const u of units) {
     const todo = [...u.perProblem].some(([p, vs]) => !plan.problemDone(p, ids(vs))); // finished units need no compile
     const variants = [...u.variants.values()];
-    u.build = todo ? pool.build({ spec: variants[0].spec, variants } as UnitRequest) : Promise.resolve(new Map());
+    u.build = todo ? pool.build({ spec: variants[0].spec, variants, twins } as UnitRequest) : Promise.resolve(new Map());
     u.build.catch(() => undefined); // awaited below
   }
 
@@ -169,7 +199,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
       return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
     }
     const timeoutMs = hangTimeoutMs(p, o.timeoutSeconds);
-    const m = await ops(o).measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : finalOptions(p)), timeoutMs, cutoffUs }, device, copyByGpu.get(runner.gpu));
+    const m = await ops(o).measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : finalOptions(p)), timeoutMs, cutoffUs, plainTwin: twins }, device, copyByGpu.get(runner.gpu));
     return db.record({ ...base, ...m, registers: build.usage.registers });
   };
 
