@@ -2,7 +2,7 @@
 // the variants (numbered once, shared by the tables), the entries of every table, and
 // the kernel files, each compiled only for the archs whose tables use its kernels.
 
-import type { DispatchTable } from '../tuner/dispatch.js';
+import type { DispatchEntry, DispatchTable } from '../tuner/dispatch.js';
 import type { ReleasePoint } from '../tuner/measure.js';
 import type { BackwardTable } from './package-bwd.js';
 import type { Arch } from './arch.js';
@@ -28,6 +28,23 @@ export interface DeviceTable {
   measured: string;
   /** The backward table of the same device (single-device packages only). */
   backward?: BackwardTable;
+  /**
+   * The same device's table tuned under plain launches (NORMGEN_PDL=0, plain twins timed):
+   * where it has a tuned entry's problem, its winner runs there when the package launches plainly.
+   */
+  plain?: PlainTable;
+}
+
+/** A device's plain-launch table and where it came from. */
+export interface PlainTable {
+  dbFile: string;
+  tunedTemplateHash: string;
+  tunedOn: string;
+  /** The winners plain launches run (plainLaunchEntries). */
+  table: DispatchTable;
+  /** Problems the plain tune covered, and the lead over the tuned winner each kept one had there. */
+  problems: number;
+  margin: number;
 }
 
 export interface PlannedEntry {
@@ -40,6 +57,8 @@ export interface PlannedEntry {
   portable: number;
   /** Where `variant` releases the next grid on this problem (DispatchEntry.release): 1 after its wait, 2 at its exit, else 0 at its start. */
   releaseAt: 0 | 1 | 2;
+  /** The variant a plain launch runs (as its plain twin) on this problem: the plain-launch table's winner, else `variant`. */
+  plain: number;
 }
 
 export interface KernelFile {
@@ -98,7 +117,9 @@ export function planPackage(tables: DeviceTable[]): Plan {
         };
         const variant = rendered(e.variantId, e.params, e.registers);
         const portable = e.portable ? rendered(e.portable.variantId, e.portable.params, e.portable.registers) : variant;
-        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseAt: RELEASE_AT[e.release ?? 'start'] });
+        const p = plainEntry(t, e);
+        const plain = p ? rendered(p.variantId, p.params, p.registers) : variant;
+        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseAt: RELEASE_AT[e.release ?? 'start'], plain });
       }
     });
     plan.specs.push({ key, spec, generic: add(makeVariant(spec, GENERIC_PARAMS), archs) });
@@ -124,6 +145,11 @@ export function planPackage(tables: DeviceTable[]): Plan {
     }
   });
   return plan;
+}
+
+/** The plain-launch table's entry for a tuned entry's problem (same spec, hidden size and rows), if it has one. */
+export function plainEntry(t: DeviceTable, e: DispatchEntry): DispatchEntry | undefined {
+  return t.plain?.table.entries.find((x) => x.spec === e.spec && x.hidden === e.hidden && x.rows === e.rows);
 }
 
 /** nvcc flags: machine code for each arch (sm90 as sm_90a), PTX of the oldest for newer GPUs to JIT. */

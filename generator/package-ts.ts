@@ -68,14 +68,20 @@ export function emitTypeScript(p: Plan, tables: DeviceTable[], name: string, bwd
       { name: 'computeCapability', type: 'number' },
       { name: 'rowBuckets', type: 'readonly number[]' },
       { name: 'maxSharedBytes', type: 'number', docs: ['Dynamic shared memory a kernel may take on the tuned arch, in bytes: staged rows past it are not selected.'] },
-      { name: 'entries', type: 'readonly { spec: string; hidden: number; rows: number; variant: number; portable: number }[]', docs: ['portable: the variant standing for other hidden sizes (the tuned one may be compiled for this size only).'] },
+      {
+        name: 'entries',
+        type: 'readonly { spec: string; hidden: number; rows: number; variant: number; portable: number; plain?: number }[]',
+        docs: ['portable: the variant standing for other hidden sizes (the tuned one may be compiled for this size only); plain: where a plain launch runs another variant (from the table tuned under plain launches).'],
+      },
     ],
   });
   const json = (v: unknown) => JSON.stringify(v);
   constant('VARIANTS', 'readonly Variant[]', `[\n${p.variants.map((v) => `  ${json({ symbol: v.symbol, ...v.params, stageBytes: stageBytes(v.spec) })},`).join('\n')}\n]`);
   constant('SPECS', 'readonly { key: string; generic: number }[]', `[\n${p.specs.map((s) => `  ${json({ key: s.key, generic: s.generic })},`).join('\n')}\n]`);
   const tableText = tables.map((t, i) => {
-    const entries = p.entries.filter((e) => e.table === i).map((e) => `      ${json({ spec: p.specs[e.spec].key, hidden: e.hidden, rows: e.rows, variant: e.variant, portable: e.portable })},`);
+    const entries = p.entries
+      .filter((e) => e.table === i)
+      .map((e) => `      ${json({ spec: p.specs[e.spec].key, hidden: e.hidden, rows: e.rows, variant: e.variant, portable: e.portable, ...(e.plain !== e.variant ? { plain: e.plain } : {}) })},`);
     const head = `    device: ${json(t.device)},\n    arch: ${json(t.arch.name)},\n    computeCapability: ${t.arch.cc},\n    rowBuckets: ${json(t.table.rowBuckets)},\n    maxSharedBytes: ${maxDynamicSharedBytes(t.arch)},`;
     return `  {\n${head}\n    entries: [\n${entries.join('\n')}\n    ],\n  },`;
   });

@@ -120,13 +120,22 @@ function measuredBackward(tables: DeviceTable[], single: boolean): string {
   return tables.flatMap((t) => (t.backward ? [`${t.device} (${t.arch.name}):\n${t.backward.measured}`] : [])).join('\n\n');
 }
 
+/** Per device with a plain-launch table: where it came from and on how many tuned problems a plain launch runs another kernel. */
+function plainTableNotes(p: Plan, tables: DeviceTable[]) {
+  return tables.flatMap((t, i) =>
+    t.plain
+      ? [{ device: t.device, db: t.plain.dbFile, tunedOn: t.plain.tunedOn, problems: t.plain.problems, marginPct: (100 * t.plain.margin).toFixed(0), others: p.entries.filter((e) => e.table === i && e.plain !== e.variant).length }]
+      : [],
+  );
+}
+
 /** A dispatch table as dispatch.json holds it: its tolerances, regret and entries. */
 function tableJson(table: DispatchTable<object>) {
   return { tolerance: table.tolerance, largeTolerance: table.largeTolerance, maxRegret: table.maxRegret, entries: table.entries.map(({ kernelSpec, ...e }) => e) };
 }
 
 export function emitPackage(src: PackageSource, out: string): { files: string[]; variants: number; tuned: number; portable: number; backward: number } {
-  for (const t of src.tables)
+  for (const t of src.tables.flatMap((x) => [x, ...(x.plain ? [x.plain] : [])]))
     if (t.tunedTemplateHash !== templateHash('cuda'))
       throw new InputError(`${t.dbFile} was tuned with templates ${t.tunedTemplateHash.slice(0, 12)}, these are ${templateHash('cuda').slice(0, 12)}: re-tune before building`);
   const p = planPackage(src.tables);
@@ -141,7 +150,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
     version: VERSION,
     device: src.tables.map((t) => t.device).join(', '),
     arch: archNames,
-    dbFiles: src.tables.map((t) => [t.dbFile, ...(t.backward ? [t.backward.dbFile] : [])].join(', ')).join(', '),
+    dbFiles: src.tables.map((t) => [t.dbFile, ...(t.plain ? [t.plain.dbFile] : []), ...(t.backward ? [t.backward.dbFile] : [])].join(', ')).join(', '),
     backward: bwd ? backwardContext(bwd) : false,
   };
   const files: [string, string][] = [];
@@ -161,7 +170,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
   // The PyTorch binding: a torch-free ctypes layer and the torch.library ops on top.
   files.push([`${PYTHON_DIR}/abi.py`, render('package', 'abi.py.hbs', { ...context, specs: abiSpecs(p) })]);
   files.push([`${PYTHON_DIR}/__init__.py`, render('package', 'torch_init.py.hbs', context)]);
-  const tunedSet = new Set(p.entries.map((e) => e.variant));
+  const tunedSet = new Set(p.entries.flatMap((e) => [e.variant, e.plain]));
   const tuned = tunedSet.size;
   const portable = new Set(p.entries.map((e) => e.portable).filter((v) => !tunedSet.has(v))).size;
   files.push(['README.md', render('package', 'README.md.hbs', {
@@ -178,6 +187,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
     specs: p.specs.map((s) => s.key),
     multiDevice: !single,
     tables: src.tables.map((t) => ({ device: t.device, arch: t.arch.name, db: t.dbFile })),
+    plainTables: plainTableNotes(p, src.tables),
     measured: single ? src.tables[0].measured : src.tables.map((t) => `${t.device} (${t.arch.name}):\n${t.measured}`).join('\n\n'),
     wgsl: wgsl && {
       specs: wgsl.specs.map((s) => s.key),
@@ -194,6 +204,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       computeCapability: t.arch.cc,
       db: t.dbFile,
       ...tableJson(t.table),
+      ...(t.plain ? { plain: { db: t.plain.dbFile, ...tableJson(t.plain.table) } } : {}),
       ...(t.backward ? { backward: { db: t.backward.dbFile, ...tableJson(t.backward.table) } } : {}),
     })),
     ...(wgslTables.length

@@ -7,7 +7,8 @@ import { parseArch } from '../generator/arch.js';
 import { capacity } from '../generator/space.js';
 import { FORWARD } from '../tuner/direction.js';
 import { fwdParams, TuningDb } from '../tuner/db.js';
-import { buildDispatchTable, comparableTimes, DEFAULT_LARGE_TOLERANCE, fastestPerProblem, lookup, rowBucket } from '../tuner/dispatch.js';
+import { buildDispatchTable, comparableTimes, DEFAULT_LARGE_TOLERANCE, DEFAULT_PLAIN_MARGIN, fastestPerProblem, lookup, plainLaunchEntries, rowBucket } from '../tuner/dispatch.js';
+import { H100_DB, H100_PLAIN_DB } from './paths.js';
 import { DEFAULT_ROWS } from '../tuner/grid.js';
 import { winners } from '../tuner/select.js';
 import { LARGE_PROBLEM_ELEMENTS } from '../tuner/tune-report.js';
@@ -143,6 +144,27 @@ test('generic: odd rows, misaligned pointers and untuned specs still get a corre
   assert.ok(misaligned.params.vec <= 2, 'a narrower vector instead of a fault');
   const untuned = lookup(table, { ...rms, features: { ...rms.features, weightOffset: true } }, 4096, 2048);
   assert.is(untuned.path, 'generic');
+});
+
+test('plain-launch entries: the H100 plain tune\'s winners that beat the tuned winner there by more than the margin', () => {
+  const tuned = buildDispatchTable(TuningDb.read(H100_DB));
+  const plainDb = TuningDb.read(H100_PLAIN_DB);
+  const plain = buildDispatchTable(plainDb);
+  const plainTime = (e: { spec: string; hidden: number; rows: number }, variantId: string) =>
+    Math.min(...plainDb.results.filter((r) => r.status === 'OK' && r.variantId === variantId && r.problemKey === `${e.spec}.h${e.hidden}.r${e.rows}`).map((r) => r.medianUs!));
+  const kept = plainLaunchEntries(plainDb, plain, tuned);
+  assert.ok(kept.length > 0 && kept.length < plain.entries.length, `${kept.length} of ${plain.entries.length} kept`);
+  for (const e of plain.entries) {
+    const theirs = plainTime(e, tuned.entries.find((t) => t.spec === e.spec && t.hidden === e.hidden && t.rows === e.rows)!.variantId);
+    assert.is(kept.includes(e), theirs > e.medianUs * (1 + DEFAULT_PLAIN_MARGIN), `${e.spec} ${e.hidden} x ${e.rows}: ${theirs} against ${e.medianUs}`);
+  }
+  assert.ok(plainLaunchEntries(plainDb, plain, tuned, 0).length > kept.length, 'a smaller margin keeps more');
+  assert.is(plainLaunchEntries(plainDb, plain, tuned, 10).length, 0);
+  // Without a time of the tuned winner under plain launches nothing shows the other is faster.
+  const untimed = { results: plainDb.results.filter((r) => !tuned.entries.some((t) => t.variantId === r.variantId)) };
+  assert.is(plainLaunchEntries(untimed, plain, tuned, 0).length, 0);
+  // Nor where the tuned table has no such problem.
+  assert.is(plainLaunchEntries(plainDb, plain, { entries: [] }, 0).length, 0);
 });
 
 test('fastestPerProblem: per problem and group, the fastest comparable result, from the committed tune', () => {

@@ -12,6 +12,8 @@ export interface FakeDevice {
   /** Scale each variant's times by a factor in [1 - spread, 1 + spread] (0: unchanged). */
   spread?: number;
   keep?: (r: DbResult) => boolean;
+  /** Sessions timed so (plain: as `tune` under NORMGEN_PDL=0 records them, the plain twins timed). */
+  launch?: 'programmatic' | 'plain';
 }
 
 const factor = (variantId: string, spread: number) => 1 - spread + (2 * spread * createHash('sha256').update(variantId).digest().readUInt32BE(0)) / 2 ** 32;
@@ -35,6 +37,9 @@ export function fakeDeviceDb(source: string, target: string, o: FakeDevice): voi
         if (r.fractionOfCopy !== undefined) r.fractionOfCopy /= f;
       }
       out.push(r);
+    } else if (line.kind === 'session' && o.launch) {
+      const { chainLaunches: _, ...session } = line;
+      out.push(o.launch === 'plain' ? { ...session, launch: 'plain', plainTwins: true } : { ...line, launch: 'programmatic' });
     } else out.push(line);
   }
   writeFileSync(target, out.map((l) => JSON.stringify(l)).join('\n') + '\n');

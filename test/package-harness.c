@@ -5,6 +5,8 @@
  *                                      "<variant> <path> <table>"; with DEVICE and CC the table is the
  *                                      one normgen_table_for picks for that GPU, else the current device's
  *                                      (one process for many lookups: each start initializes CUDA)
+ *   harness select-plain            -> the same for plain launches (normgen_select_plain_in, on that
+ *                                      table or the current device's)
  *   harness select-bwd              -> the same for backward calls (normgen_select_backward_in), lines
  *                                      OP DTYPE HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] (saved statistics
  *                                      not given; packages with a backward only)
@@ -35,6 +37,9 @@ static void report(const char* name, normgen_fwd_desc d) {
 static normgen_op op_of(const char* s) { return strcmp(s, "layernorm") == 0 ? NORMGEN_LAYERNORM : NORMGEN_RMSNORM; }
 static normgen_dtype dtype_of(const char* s) { return strcmp(s, "fp32") == 0 ? NORMGEN_FP32 : strcmp(s, "fp16") == 0 ? NORMGEN_FP16 : NORMGEN_BF16; }
 
+/* Mode select-plain: the plain-launch choice. */
+static int g_plain = 0;
+
 /* One selection: f = OP DTYPE RESIDUAL HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] (n = 7 or 9). */
 static void select_one(int n, char** f) {
   normgen_fwd_desc d = base();
@@ -52,7 +57,7 @@ static void select_one(int n, char** f) {
   d.x = (const void*)(uintptr_t)(0x100000 + atoi(f[6]) % 16);
   int path = -1;
   const int table = n == 9 ? normgen_table_for(f[7], atoi(f[8])) : normgen_current_table();
-  const int v = n == 9 ? normgen_select_in(&d, table, &path) : normgen_select(&d, &path);
+  const int v = g_plain ? normgen_select_plain_in(&d, table, &path) : n == 9 ? normgen_select_in(&d, table, &path) : normgen_select(&d, &path);
   printf("%d %d %d\n", v, path, table);
 }
 
@@ -121,6 +126,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "select") == 0) return answer_lines(7, select_one);
+  if (argc == 2 && strcmp(argv[1], "select-plain") == 0) {
+    g_plain = 1;
+    return answer_lines(7, select_one);
+  }
 #ifdef NORMGEN_HAS_BACKWARD
   if (argc == 2 && strcmp(argv[1], "select-bwd") == 0) return answer_lines(6, select_bwd_one);
 #endif

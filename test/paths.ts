@@ -20,6 +20,8 @@ export const COMMITTED = join(ROOT, 'out/normgen-sm90-h200');
 /** The H100's forward and backward tunes, and its package (built with the H200's WGSL table). */
 export const H100_DB = join(ROOT, 'out/tuning/sm90-h100-80gb-hbm3.jsonl.gz');
 export const H100_BWD_DB = join(ROOT, 'out/tuning/sm90-h100-80gb-hbm3-bwd.jsonl');
+/** The H100's tune under plain launches (NORMGEN_PDL=0): the package's plain-launch table. */
+export const H100_PLAIN_DB = join(ROOT, 'out/tuning/sm90-h100-80gb-hbm3-plain.jsonl.gz');
 export const H100_COMMITTED = join(ROOT, 'out/normgen-sm90-h100-80gb-hbm3');
 /** Drives a built package from C without a GPU: argument checks and selection. */
 export const HARNESS = join(ROOT, 'test/package-harness.c');

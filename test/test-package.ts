@@ -110,10 +110,13 @@ export async function loadBuiltPackage(dir: string) {
   };
   const where = (q: SelectQuery) => [q.stride ?? q.hidden, q.alignBytes ?? 16, ...(q.device ? [q.device.name, q.device.cc] : [])];
   /** The C library's choices (normgen_select), one harness process for all queries (each start initializes CUDA). */
-  const selectAllC = (queries: SelectQuery[], env = process.env) => answers('select', queries.map((q) => [q.op, q.dtype, q.residual, q.hidden, q.rows, ...where(q)]), env);
+  const selectLines = (queries: SelectQuery[]) => queries.map((q) => [q.op, q.dtype, q.residual, q.hidden, q.rows, ...where(q)]);
+  const selectAllC = (queries: SelectQuery[], env = process.env) => answers('select', selectLines(queries), env);
   const selectC = (q: SelectQuery, env = process.env) => selectAllC([q], env)[0];
+  /** The C library's choices for plain launches (normgen_select_plain_in). */
+  const selectAllPlainC = (queries: SelectQuery[]) => answers('select-plain', selectLines(queries), process.env);
   /** The same for backward calls (normgen_select_backward_in; saved statistics not given, no residual): index into BWD_VARIANTS. */
   const selectAllBwdC = (queries: Omit<SelectQuery, 'residual'>[], env = process.env) =>
     answers('select-bwd', queries.map((q) => [q.op, q.dtype, q.hidden, q.rows, ...where({ ...q, residual: 'none' })]), env);
-  return { dir, mod, run, runWith, selectC, selectAllC, selectAllBwdC };
+  return { dir, mod, run, runWith, selectC, selectAllC, selectAllPlainC, selectAllBwdC };
 }

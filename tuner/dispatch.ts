@@ -204,6 +204,42 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
   };
 }
 
+/**
+ * Default margin a plain-launch winner must beat the tuned winner by, both timed under plain
+ * launches, to run in its place there. Below it a lead at microsecond shapes did not hold:
+ * on an H100, 3 of the 15 plain-launch winners with a 2-5% lead in their tune ran 5% slower
+ * in the package's benchmark, none of the 15 with more than 5% over 1.8%
+ * (test/gpu/plain-launch-table.md).
+ */
+export const DEFAULT_PLAIN_MARGIN = 0.05;
+
+/**
+ * Of a table tuned under plain launches (from `plainDb`), the entries to run in place of
+ * `tuned`'s for plain launches: those of a problem `tuned` has, whose winner beat `tuned`'s
+ * own winner in the plain tune by more than `margin`. That one's best time there (a
+ * screening's, optimistic at microsecond shapes, counts too) is the comparison; an entry
+ * whose tuned winner the plain tune never timed stays out: nothing shows it is faster.
+ */
+export function plainLaunchEntries<E extends DispatchEntry<object>>(
+  plainDb: { results: readonly DbResult<object>[] },
+  plain: { entries: E[] },
+  tuned: { entries: readonly DispatchEntry<object>[] },
+  margin = DEFAULT_PLAIN_MARGIN,
+): E[] {
+  const bestTime = new Map<string, number>(); // "<problem key> <variant id>" -> fastest verified time
+  for (const r of plainDb.results)
+    if (r.status === 'OK' && typeof r.medianUs === 'number') {
+      const key = `${r.problemKey} ${r.variantId}`;
+      bestTime.set(key, Math.min(r.medianUs, bestTime.get(key) ?? Infinity));
+    }
+  const problemOf = new Map(plainDb.results.map((r) => [`${specKey(r.problem)} ${r.problem.hidden} ${r.problem.rows}`, r.problemKey]));
+  return plain.entries.filter((e) => {
+    const t = tuned.entries.find((x) => x.spec === e.spec && x.hidden === e.hidden && x.rows === e.rows);
+    const theirs = t && bestTime.get(`${problemOf.get(`${e.spec} ${e.hidden} ${e.rows}`)} ${t.variantId}`);
+    return theirs !== undefined && theirs > e.medianUs * (1 + margin);
+  });
+}
+
 const registersOf = (r: { registers?: number }) => (typeof r.registers === 'number' ? { registers: r.registers } : {});
 
 /** The tuned row count standing for `rows`: the nearest one on a log scale. */

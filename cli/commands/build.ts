@@ -4,12 +4,13 @@ import { basename } from 'node:path';
 import type { Argv } from 'yargs';
 import { parseArch } from '../../generator/arch.js';
 import { emitPackage, type DeviceTable } from '../../generator/package.js';
+import type { PlainTable } from '../../generator/package-plan.js';
 import type { BackwardTable } from '../../generator/package-bwd.js';
 import type { WgslDeviceTable } from '../../generator/package-wgsl.js';
 import { adapterName } from '../../tuner/wgsl/adapter.js';
 import { InputError, isBackward } from '../../generator/problem.js';
-import { deviceKey, TuningDb } from '../../tuner/db.js';
-import { buildDispatchTable, DEFAULT_LARGE_TOLERANCE, type DispatchOptions } from '../../tuner/dispatch.js';
+import { deviceKey, launchOf, TuningDb } from '../../tuner/db.js';
+import { buildDispatchTable, DEFAULT_LARGE_TOLERANCE, DEFAULT_PLAIN_MARGIN, plainLaunchEntries, type DispatchOptions } from '../../tuner/dispatch.js';
 import { namedWinnerRow, WGSL_NAMING, WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
 import { expandDbPaths } from '../db-paths.js';
 import { formatTable } from '../table.js';
@@ -22,7 +23,8 @@ export const builder = (y: Argv) =>
     .option('out', { type: 'string', demandOption: true, describe: 'package folder, e.g. out/normgen-sm90' })
     .option('name', { type: 'string', describe: 'package name (default: the folder name)' })
     .option('tolerance', { type: 'number', default: 0.02, describe: 'regret allowed per problem to keep the table small' })
-    .option('large-tolerance', { type: 'number', default: DEFAULT_LARGE_TOLERANCE, describe: 'regret allowed on problems of >= 16M elements (at most --tolerance)' });
+    .option('large-tolerance', { type: 'number', default: DEFAULT_LARGE_TOLERANCE, describe: 'regret allowed on problems of >= 16M elements (at most --tolerance)' })
+    .option('plain-margin', { type: 'number', default: DEFAULT_PLAIN_MARGIN, describe: "a GPU's database timed under plain launches (tune with NORMGEN_PDL=0): where its winner beat the tuned winner by more than this, plain launches run it" });
 
 /** A database of backward results (tune --direction bwd). */
 const isBackwardDb = (db: TuningDb) => db.results.some((r) => isBackward(r.problem));
@@ -46,6 +48,21 @@ function deviceTable(path: string, options: DispatchOptions): DeviceTable {
   return { device: db.header.device.name, arch: parseArch(db.header.arch), dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
 }
 
+/**
+ * A database timed only under plain launches on an arch with programmatic launch (tune with
+ * NORMGEN_PDL=0): where its GPU also has a programmatically timed one, it is that GPU's
+ * plain-launch table; alone, it is the GPU's table.
+ */
+const isPlainLaunchDb = (db: TuningDb) => launchOf(db.sessions) === 'plain' && parseArch(db.header.arch).cc >= 90;
+
+/** A GPU's plain-launch table: the entries of `path` whose winners beat `tuned`'s there by more than `margin`. */
+function plainTable(path: string, options: DispatchOptions, tuned: DeviceTable, margin: number): PlainTable {
+  const { dbFile, tunedTemplateHash, tunedOn, table } = deviceTable(path, options);
+  const entries = plainLaunchEntries(TuningDb.readChecked(path), table, tuned.table, margin);
+  console.log(`${dbFile}: plain launches run ${entries.length} of its ${table.entries.length} winners, where each beat ${tuned.dbFile}'s winner there by more than ${(100 * margin).toFixed(1)}%`);
+  return { dbFile, tunedTemplateHash, tunedOn, table: { ...table, entries }, problems: table.entries.length, margin };
+}
+
 function wgslTable(path: string, options: DispatchOptions): WgslDeviceTable {
   const db = TuningDb.readCheckedWgsl(path);
   const session = db.sessions[db.sessions.length - 1];
@@ -56,8 +73,8 @@ function wgslTable(path: string, options: DispatchOptions): WgslDeviceTable {
   return { adapter: db.header.device, dbFile: basename(path), tunedTemplateHash: session.templateHash, tunedOn: session.started.slice(0, 10), table, measured };
 }
 
-export function handler(args: { db: string[]; out: string; name?: string; tolerance: number; largeTolerance: number }): void {
-  for (const [flag, v] of [['--tolerance', args.tolerance], ['--large-tolerance', args.largeTolerance]] as const)
+export function handler(args: { db: string[]; out: string; name?: string; tolerance: number; largeTolerance: number; plainMargin: number }): void {
+  for (const [flag, v] of [['--tolerance', args.tolerance], ['--large-tolerance', args.largeTolerance], ['--plain-margin', args.plainMargin]] as const)
     if (!(v >= 0 && v < 1)) throw new InputError(`${flag} must be in [0, 1), got ${v}`);
   const dispatch: DispatchOptions = { tolerance: args.tolerance, largeTolerance: args.largeTolerance };
   const all = expandDbPaths(args.db);
@@ -65,6 +82,7 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   const wgslPaths = all.filter((p) => backend.get(p) === 'wgsl');
   if (!all.some((p) => backend.get(p) === 'cuda')) throw new InputError('--db names no CUDA tuning database: a package needs at least one (WGSL tables come with it)');
   const backward = new Map<string, string>(); // device key -> backward database
+  const plain = new Map<string, string>(); // device key -> plain-launch database
   const paths: string[] = [];
   const seen = new Map<string, string>();
   for (const p of all) {
@@ -79,17 +97,23 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
     const h = db.header;
     const key = `${h.arch}|${deviceKey(h.device)}`;
     const bwd = isBackwardDb(db);
-    const mine = bwd ? backward : seen;
-    if (mine.has(key)) throw new InputError(`${mine.get(key)} and ${p} both hold ${bwd ? 'backward results of ' : ''}${h.device.name}: merge them first (normgen merge)`);
+    const mine = bwd ? backward : isPlainLaunchDb(db) ? plain : seen;
+    const what = bwd ? 'backward results of ' : mine === plain ? 'plain-launch times of ' : '';
+    if (mine.has(key)) throw new InputError(`${mine.get(key)} and ${p} both hold ${what}${h.device.name}: merge them first (normgen merge)`);
     mine.set(key, p);
-    if (!bwd) paths.push(p);
   }
+  // A plain-launch database alone for its GPU is that GPU's table.
+  for (const [key, p] of plain) if (!seen.has(key)) [seen.set(key, p), plain.delete(key)];
+  const forward = new Set(seen.values());
+  paths.push(...all.filter((p) => backend.get(p) === 'cuda' && forward.has(p))); // in the order given: the first table is the fallback
   for (const [key, p] of backward) if (!seen.has(key)) throw new InputError(`${p} holds backward results of a GPU no forward --db was tuned on: pass that GPU's forward database too`);
-  const tables = paths.map((p) => {
+  const tables = paths.map((p): DeviceTable => {
     const t = deviceTable(p, dispatch);
     const h = TuningDb.read(p).header;
-    const b = backward.get(`${h.arch}|${deviceKey(h.device)}`);
-    return b ? { ...t, backward: backwardTable(b, dispatch) } : t;
+    const key = `${h.arch}|${deviceKey(h.device)}`;
+    const b = backward.get(key);
+    const pl = plain.get(key);
+    return { ...t, ...(b ? { backward: backwardTable(b, dispatch) } : {}), ...(pl ? { plain: plainTable(pl, dispatch, t, args.plainMargin) } : {}) };
   });
   const wgsl = wgslPaths.map((p) => wgslTable(p, dispatch));
   const name = args.name ?? args.out.replace(/\/+$/, '').split('/').pop()!;
