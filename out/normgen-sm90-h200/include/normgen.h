@@ -39,8 +39,8 @@ typedef struct normgen_fwd_desc {
 /* Run the tuned kernel for this call; nothing is launched unless the result is NORMGEN_OK. */
 normgen_status normgen_forward(const normgen_fwd_desc* desc);
 
-/* Which variant normgen_forward would run on the current device (index into the package's
- * variant list), or -1. */
+/* Which variant normgen_forward would run on the current device as it launches now (index
+ * into the package's variant list; launched plainly, it runs that variant's plain twin), or -1. */
 int normgen_select(const normgen_fwd_desc* desc, int* path /* 0 exact, 1 nearest, 2 generic */);
 
 /* The package holds one dispatch table per GPU model it was tuned on. On each CUDA device,
@@ -50,8 +50,12 @@ int normgen_table_count(void);
 const char* normgen_table_device(int table);  /* the model the table was tuned on, or null */
 int normgen_table_for(const char* device_name, int compute_capability /* major * 10 + minor */);
 int normgen_current_table(void);              /* the current device's table; 0 without a usable GPU */
-/* As normgen_select, with the given table (e.g. normgen_table_for another GPU). */
+/* The variant of the given table (e.g. normgen_table_for another GPU) for a programmatic
+ * launch (the default on sm90 and later), and for a plain one (NORMGEN_PDL=0,
+ * normgen_set_programmatic_launch(0), before sm90): a table tuned under plain launches gives
+ * the tuned problems it has their own winners there. */
 int normgen_select_in(const normgen_fwd_desc* desc, int table, int* path);
+int normgen_select_plain_in(const normgen_fwd_desc* desc, int table, int* path);
 
 /* A sentence about the last error of this thread. */
 const char* normgen_last_error(void);

@@ -1737,7 +1737,8 @@ normgen_layernorm_fwd_e242c4c315cb(const NormgenFwdParams p) {
 // first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
 // bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
 // The launcher runs a twin only where it launches plainly: launched programmatically, a twin
-// would not wait for the grid before it.
+// would not wait for the grid before it. A tune under plain launches (NORMGEN_PDL=0) times the
+// twins, as the package runs them there.
 extern "C" __global__ void __launch_bounds__(64, 24)
 normgen_layernorm_fwd_a68f4acf9201_plain(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);

@@ -1976,7 +1976,8 @@ normgen_rmsnorm_fwd_2fb348076439(const NormgenFwdParams p) {
 // first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
 // bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
 // The launcher runs a twin only where it launches plainly: launched programmatically, a twin
-// would not wait for the grid before it.
+// would not wait for the grid before it. A tune under plain launches (NORMGEN_PDL=0) times the
+// twins, as the package runs them there.
 extern "C" __global__ void __launch_bounds__(64, 32)
 normgen_rmsnorm_fwd_594a2e2db5eb_plain(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);

@@ -2097,7 +2097,8 @@ normgen_rmsnorm_fwd_e330942e14e5(const NormgenFwdParams p) {
 // first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
 // bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
 // The launcher runs a twin only where it launches plainly: launched programmatically, a twin
-// would not wait for the grid before it.
+// would not wait for the grid before it. A tune under plain launches (NORMGEN_PDL=0) times the
+// twins, as the package runs them there.
 extern "C" __global__ void __launch_bounds__(128, 16)
 normgen_rmsnorm_fwd_0fb6ede1c44c_plain(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 512, true>(p);

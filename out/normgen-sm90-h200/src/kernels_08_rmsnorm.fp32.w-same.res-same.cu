@@ -1756,7 +1756,8 @@ normgen_rmsnorm_fwd_31c82034c048(const NormgenFwdParams p) {
 // first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
 // bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
 // The launcher runs a twin only where it launches plainly: launched programmatically, a twin
-// would not wait for the grid before it.
+// would not wait for the grid before it. A tune under plain launches (NORMGEN_PDL=0) times the
+// twins, as the package runs them there.
 extern "C" __global__ void __launch_bounds__(64, 18)
 normgen_rmsnorm_fwd_d206477935c8_plain(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 64, 4, 64, 2, 1, 512>(p);

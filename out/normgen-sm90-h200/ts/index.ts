@@ -55,8 +55,8 @@ export interface Table {
   rowBuckets: readonly number[];
   /** Dynamic shared memory a kernel may take on the tuned arch, in bytes: staged rows past it are not selected. */
   maxSharedBytes: number;
-  /** portable: the variant standing for other hidden sizes (the tuned one may be compiled for this size only). */
-  entries: readonly { spec: string; hidden: number; rows: number; variant: number; portable: number }[];
+  /** portable: the variant standing for other hidden sizes (the tuned one may be compiled for this size only); plain: where a plain launch runs another variant (from the table tuned under plain launches). */
+  entries: readonly { spec: string; hidden: number; rows: number; variant: number; portable: number; plain?: number }[];
 }
 
 export const VARIANTS: readonly Variant[] = [
@@ -2298,10 +2298,11 @@ function nearestRows(buckets: readonly number[], rows: number): number {
  * The variant for a problem on a device (see tableFor): the exact tuned key, else the
  * nearest tuned hidden size whose variant can run it (not compiled for another size, capacity, staged rows
  * that fit in shared memory, a vector width dividing the stride and the alignment in elements), else the
- * spec's generic variant.
+ * spec's generic variant. `launch`: 'plain' for a launch without programmatic dependent launch
+ * (NORMGEN_PDL=0, before sm90), where a tuned key may have a plain-launch winner of its own.
  * Null for a spec the package does not have.
  */
-export function select(problem: Problem, device?: Device): { variant: Variant; path: 'exact' | 'nearest' | 'generic'; table: number } | null {
+export function select(problem: Problem, device?: Device, launch: 'programmatic' | 'plain' = 'programmatic'): { variant: Variant; path: 'exact' | 'nearest' | 'generic'; table: number } | null {
   const spec = SPECS.find((s) => s.key === specKey(problem));
   if (!spec) return null;
   const table = tableFor(device);
@@ -2318,7 +2319,10 @@ export function select(problem: Problem, device?: Device): { variant: Variant; p
   let distance = 0;
   for (const e of TABLES[table].entries) {
     if (e.spec !== spec.key || e.rows !== bucket) continue;
-    if (e.hidden === problem.hidden && ok(VARIANTS[e.variant])) return { variant: VARIANTS[e.variant], path: 'exact', table };
+    if (e.hidden === problem.hidden) {
+      const tuned = launch === 'plain' && e.plain !== undefined && ok(VARIANTS[e.plain]) ? e.plain : e.variant;
+      if (ok(VARIANTS[tuned])) return { variant: VARIANTS[tuned], path: 'exact', table };
+    }
     // Other sizes get the entry's portable variant (the winner may be compiled for this size only).
     const v = VARIANTS[e.portable];
     if (!ok(v)) continue;
