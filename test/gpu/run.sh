@@ -5,7 +5,7 @@
 #   DETACHED_STEPS='tune bwd-tune package bench-torch torch verify-quick torch-bwd' ... tune-start: a re-tune and
 #     every log the package feeds, in one detached run
 #   bash test/gpu/run.sh [torch] [bench-torch] [release-chains] [roofline-chains]     (Python and PyTorch only, no Node)
-#   DETACHED_STEPS=plain ... tune-start: the small shapes tuned under plain launches, and that table against torch
+#   bash .device/run.sh bash test/gpu/run.sh plain-tune   the small shapes tuned under plain launches (the plain-launch table)
 #   TUNE_SEED=out/tuning/<stem>.jsonl.gz ... tune: a seeded re-tune after a template change (tune --seed);
 #     give it to every tune-wait too: one that restarts the tune on a fresh machine passes it on
 #   bash .device/run.sh bash test/gpu/run.sh pkg-ab   the working tree's package against .device/base-pkg's, against torch
@@ -187,27 +187,16 @@ for step in "$@"; do
       make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&
         OUT="$out" timeout -s KILL 570 python3 "test/gpu/$script.py" "$pkg" "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
       r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
-    plain)
-      # Where the package trails torch only when launched plainly (after a kernel that does not
-      # release its dependents, as most of PyTorch's do not): hidden 1024-16384 at 32 and 2048 rows
-      # tuned under plain launches (NORMGEN_PDL=0), a package from that table, and it and $pkg
-      # against torch at those shapes, one after the other: does a plain-tuned table win there?
-      command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+    plain-tune)
+      # The plain-launch table's tune (NORMGEN_PDL=0: each forward kernel's plain twin timed, as
+      # the package launches plainly) into $stem-plain.jsonl.gz, at the shapes where a kernel's
+      # prologue is a visible part of its time; normgen build gives the committed table's
+      # entries these winners for plain launches (test/gpu/plain-launch-table.md).
       plain_grid=${PLAIN_GRID:---dtype bf16,fp32 --hidden 1024,4096,8192,16384 --rows 32,2048}
-      plain_specs=rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,layernorm.bf16.w-same.bias,rmsnorm.fp32.w-same,rmsnorm.fp32.w-same.res-same,layernorm.fp32.w-same.bias
-      plain_pkg=$out/normgen-$stem-plain
-      # A tune cut short by its time still leaves its finished problems in the database: the package is built from those.
+      # A tune cut short by its time still leaves its finished problems in the database.
       NORMGEN_PDL=0 screened_tune "${PLAIN_SECONDS:-480}" $plain_grid --db "$out/$stem-plain.jsonl" --report "$out/$stem-plain.md" > "$out/plain-tune.log" 2>&1
-      r=$?; echo "plain-tune rc=$r$([ "$r" = 137 ] && echo ": stopped after ${PLAIN_SECONDS:-480} s, the package is built from what it saved")" >> "$out/plain-tune.log"
-      [ -s "$out/$stem-plain.jsonl" ] && node dist/cli/main.js build --db "$out/$stem-plain.jsonl" --out "$plain_pkg" > "$out/plain-package.log" 2>&1 &&
-        make -s -j"$(nproc)" -C "$plain_pkg" >> "$out/plain-package.log" 2>&1 && make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1
-      r=$?
-      for which in plain tuned; do
-        [ "$r" = 0 ] || break
-        timeout -s KILL 280 python3 test/gpu/bench_torch.py "$([ "$which" = plain ] && echo "$plain_pkg" || echo "$pkg")" "$out/bench_torch-$which-table.md" \
-          --budget-s 200 --hidden 1024,4096,8192,16384 --rows 32,2048 --specs "$plain_specs" > "$out/bench_torch-$which-table.log" 2>&1 || r=1
-      done
-      echo "plain rc=$r"; tail -1 "$out/bench_torch-tuned-table.log" 2>/dev/null ;;
+      r=$?; echo "plain-tune rc=$r$([ "$r" = 137 ] && echo ": stopped after ${PLAIN_SECONDS:-480} s")"; tail -2 "$out/plain-tune.log"
+      [ -s "$out/$stem-plain.jsonl" ] && gzip -9 -f "$out/$stem-plain.jsonl" ;;
     release-chains)
       # The package's short kernels in graphs of 200-4096 calls, released as tuned, at the start
       # and after the wait (NORMGEN_RELEASE): where the tuner's choice (timed in graphs of about
