@@ -42,7 +42,7 @@ export interface PlainTable {
   tunedOn: string;
   /** The winners plain launches run (plainLaunchEntries). */
   table: DispatchTable;
-  /** Problems the plain tune covered, and the lead over the tuned winner each kept one had there. */
+  /** Problems the plain tune covered, and the lead over the tuned winner each kept one had there (at least). */
   problems: number;
   margin: number;
 }

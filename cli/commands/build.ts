@@ -60,7 +60,8 @@ function plainTable(path: string, options: DispatchOptions, tuned: DeviceTable, 
   const { dbFile, tunedTemplateHash, tunedOn, table } = deviceTable(path, options);
   const entries = plainLaunchEntries(TuningDb.readChecked(path), table, tuned.table, margin);
   console.log(`${dbFile}: plain launches run ${entries.length} of its ${table.entries.length} winners, where each beat ${tuned.dbFile}'s winner there by more than ${(100 * margin).toFixed(1)}%`);
-  return { dbFile, tunedTemplateHash, tunedOn, table: { ...table, entries }, problems: table.entries.length, margin };
+  const kept = { ...table, entries, variants: new Set(entries.map((e) => e.variantId)).size, maxRegret: Math.max(0, ...entries.map((e) => e.regret)) };
+  return { dbFile, tunedTemplateHash, tunedOn, table: kept, problems: table.entries.length, margin };
 }
 
 function wgslTable(path: string, options: DispatchOptions): WgslDeviceTable {
@@ -103,7 +104,11 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
     mine.set(key, p);
   }
   // A plain-launch database alone for its GPU is that GPU's table.
-  for (const [key, p] of plain) if (!seen.has(key)) [seen.set(key, p), plain.delete(key)];
+  for (const [key, p] of plain)
+    if (!seen.has(key)) {
+      seen.set(key, p);
+      plain.delete(key);
+    }
   const forward = new Set(seen.values());
   paths.push(...all.filter((p) => backend.get(p) === 'cuda' && forward.has(p))); // in the order given: the first table is the fallback
   for (const [key, p] of backward) if (!seen.has(key)) throw new InputError(`${p} holds backward results of a GPU no forward --db was tuned on: pass that GPU's forward database too`);
