@@ -2,7 +2,7 @@
 // the variants (numbered once, shared by the tables), the entries of every table, and
 // the kernel files, each compiled only for the archs whose tables use its kernels.
 
-import type { DispatchEntry, DispatchTable } from '../tuner/dispatch.js';
+import { sameProblem, type DispatchEntry, type DispatchTable } from '../tuner/dispatch.js';
 import type { ReleasePoint } from '../tuner/measure.js';
 import type { BackwardTable } from './package-bwd.js';
 import type { Arch } from './arch.js';
@@ -149,7 +149,7 @@ export function planPackage(tables: DeviceTable[]): Plan {
 
 /** The plain-launch table's entry for a tuned entry's problem (same spec, hidden size and rows), if it has one. */
 export function plainEntry(t: DeviceTable, e: DispatchEntry): DispatchEntry | undefined {
-  return t.plain?.table.entries.find((x) => x.spec === e.spec && x.hidden === e.hidden && x.rows === e.rows);
+  return t.plain?.table.entries.find((x) => sameProblem(x, e));
 }
 
 /** nvcc flags: machine code for each arch (sm90 as sm_90a), PTX of the oldest for newer GPUs to JIT. */

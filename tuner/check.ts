@@ -8,7 +8,7 @@ import { InputError, problemKey, specKey, type Problem } from '../generator/prob
 import { templateHash } from '../generator/templates.js';
 import { makeVariant, type Variant } from '../generator/variant.js';
 import { CompilePool, type VariantBuild } from './compile-pool.js';
-import { fwdParams, launchOf, sameDevice, type DbResult, type TuningDb } from './db.js';
+import { fwdParams, launchOf, sameDevice, type DbResult, type LaunchMode, type TuningDb } from './db.js';
 import { copyBandwidth, queryRunner, type DeviceId } from './device.js';
 import { measure, type Measurement } from './measure.js';
 import { buildRunner, Runner } from './runner.js';
@@ -78,7 +78,7 @@ function rankedFinals(db: TuningDb): Map<string, DbResult[]> {
 }
 
 /** The database of this GPU's model timed as the runner launches (a model may have one of each launch mode). */
-function chooseDb(dbs: TuningDb[], device: DeviceId, launch: 'programmatic' | 'plain'): TuningDb {
+function chooseDb(dbs: TuningDb[], device: DeviceId, launch: LaunchMode): TuningDb {
   const mine = dbs.filter((db) => db.header.arch === device.arch && sameDevice(db.header.device, device));
   const same = mine.find((db) => launchOf(db.sessions) === launch);
   if (same) return same;
@@ -151,8 +151,8 @@ async function compileAll(db: TuningDb, plan: { problem: Problem; picks: Pick[] 
 export async function checkDrift(o: CheckOptions): Promise<CheckOutcome> {
   const runner = new Runner(o.runnerExe ?? (await buildRunner()), o.gpu);
   try {
-    const { device, programmaticLaunch } = await queryRunner(runner);
-    const db = chooseDb(o.dbs, device, programmaticLaunch ? 'programmatic' : 'plain');
+    const { device, launch } = await queryRunner(runner);
+    const db = chooseDb(o.dbs, device, launch);
     // Re-time what the tune timed: the plain twins where it did.
     const twins = db.sessions.some((s) => s.plainTwins === true);
     const plan = planChecks(db, o.challengers);

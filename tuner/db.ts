@@ -54,7 +54,7 @@ export interface DbSession {
   copyGbps: number;
   copyGbpsByGpu?: Record<string, number>;
   /** CUDA: how timed kernels were launched (programmatic: each may start while the one before drains). */
-  launch?: 'programmatic' | 'plain';
+  launch?: LaunchMode;
   /** Plain forward runs: each kernel's plain twin was timed, as a package launches plainly (absent before they existed). */
   plainTwins?: boolean;
   /** Programmatic runs: the fewest launches in a final timing's graph (a chain's steady state; absent before it existed). */
@@ -91,8 +91,11 @@ export type DbLine = DbHeader | DbSession | DbResult;
 export type AnyDbLine = AnyDbHeader | DbSession | DbResult<object>;
 export type WgslDbResult = DbResult<WgslParams>;
 
+/** How kernels are launched, and were timed: programmatic dependent launch, or plain launches. */
+export type LaunchMode = 'programmatic' | 'plain';
+
 /** How a database's kernels were timed: every session's launch mode (before the field: plain), or mixed. */
-export function launchOf(sessions: readonly DbSession[]): 'programmatic' | 'plain' | 'mixed' {
+export function launchOf(sessions: readonly DbSession[]): LaunchMode | 'mixed' {
   const modes = new Set(sessions.map((s) => s.launch ?? 'plain'));
   return modes.size > 1 ? 'mixed' : modes.has('programmatic') ? 'programmatic' : 'plain';
 }

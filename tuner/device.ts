@@ -2,6 +2,7 @@
 
 import { archForComputeCapability, type Arch } from '../generator/arch.js';
 import { InputError } from '../generator/problem.js';
+import type { LaunchMode } from './db.js';
 import type { Runner } from './runner.js';
 
 /** No usable GPU: a clear one-line error, not a stack trace. */
@@ -31,7 +32,7 @@ export async function queryDevice(runner: Runner): Promise<DeviceId> {
  * The GPU, and whether the runner times kernels with programmatic dependent launch (sm90
  * and later unless NORMGEN_PDL=0), as the package launches them.
  */
-export async function queryRunner(runner: Runner): Promise<{ device: DeviceId; programmaticLaunch: boolean }> {
+export async function queryRunner(runner: Runner): Promise<{ device: DeviceId; launch: LaunchMode }> {
   const r = await runner.request({ cmd: 'info' }, 60_000);
   if (r.status !== 'OK') throw new DeviceError(`no usable GPU ${runner.gpu} (the bench runner says: ${r.error ?? r.status})`);
   const major = r.major as number;
@@ -48,7 +49,7 @@ export async function queryRunner(runner: Runner): Promise<{ device: DeviceId; p
     cudaRuntime: r.runtime as number,
     uuid: String(r.uuid),
   };
-  return { device, programmaticLaunch: r.programmaticLaunch === true };
+  return { device, launch: r.programmaticLaunch === true ? 'programmatic' : 'plain' };
 }
 
 /** --arch must name the GPU that is actually there. */

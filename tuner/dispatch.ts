@@ -213,6 +213,9 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
  */
 export const DEFAULT_PLAIN_MARGIN = 0.05;
 
+/** Whether two entries are of one problem: the same spec, hidden size and (tuned) row count. */
+export const sameProblem = (a: DispatchEntry<object>, b: DispatchEntry<object>) => a.spec === b.spec && a.hidden === b.hidden && a.rows === b.rows;
+
 /**
  * Of a table tuned under plain launches (from `plainDb`), the entries to run in place of
  * `tuned`'s for plain launches: those of a problem `tuned` has, whose winner beat `tuned`'s
@@ -234,7 +237,7 @@ export function plainLaunchEntries<E extends DispatchEntry<object>>(
     }
   const problemOf = new Map(plainDb.results.map((r) => [`${specKey(r.problem)} ${r.problem.hidden} ${r.problem.rows}`, r.problemKey]));
   return plain.entries.filter((e) => {
-    const t = tuned.entries.find((x) => x.spec === e.spec && x.hidden === e.hidden && x.rows === e.rows);
+    const t = tuned.entries.find((x) => sameProblem(x, e));
     const theirs = t && bestTime.get(`${problemOf.get(`${e.spec} ${e.hidden} ${e.rows}`)} ${t.variantId}`);
     return theirs !== undefined && theirs > e.medianUs * (1 + margin);
   });

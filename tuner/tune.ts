@@ -8,7 +8,7 @@ import type { Variant } from '../generator/variant.js';
 import { VERSION } from '../generator/version.js';
 import { BACKWARD, FORWARD, type AnyVariant, type Direction } from './direction.js';
 import { CompilePool, type UnitRequest, type VariantBuild } from './compile-pool.js';
-import { TuningDb, type DbResult, type Stage } from './db.js';
+import { TuningDb, type DbResult, type LaunchMode, type Stage } from './db.js';
 import { checkArchMatches, copyBandwidth, queryDevice, queryRunner, type DeviceId } from './device.js';
 import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES, type RunOptions } from './measure.js';
 import { nvccVersion } from './nvcc.js';
@@ -103,8 +103,8 @@ function planUnits(o: TuneOptions, problems: Problem[], seeding: SeedCount): Uni
 }
 
 /** The GPU (one model across --gpus, the arch asked for) and its database, which must hold this run's direction and launch mode. */
-async function openChecked(o: TuneOptions, runners: Runner[]): Promise<{ device: DeviceId; programmaticLaunch: boolean; db: TuningDb }> {
-  const { device, programmaticLaunch } = await queryRunner(runners[0]);
+async function openChecked(o: TuneOptions, runners: Runner[]): Promise<{ device: DeviceId; launch: LaunchMode; db: TuningDb }> {
+  const { device, launch } = await queryRunner(runners[0]);
   checkArchMatches(o.arch, device);
   for (const r of runners.slice(1)) {
     const other = await queryDevice(r);
@@ -114,19 +114,19 @@ async function openChecked(o: TuneOptions, runners: Runner[]): Promise<{ device:
   try {
     const other = db.results.find((r) => isBackward(r.problem) !== (o.direction === 'bwd'));
     if (other) throw new InputError(`${o.dbPath} holds ${isBackward(other.problem) ? 'backward' : 'forward'} results: tune each direction into its own --db`);
-    checkLaunchMatches(db, o.dbPath, programmaticLaunch ? 'programmatic' : 'plain');
+    checkLaunchMatches(db, o.dbPath, launch);
   } catch (e) {
     db.close();
     throw e;
   }
-  return { device, programmaticLaunch, db };
+  return { device, launch, db };
 }
 
 /**
  * A database holds one launch mode's times: resumed or seeded under the other, its finished
  * problems would stand for times never taken that way (sessions before the field: plain).
  */
-function checkLaunchMatches(db: TuningDb, path: string, launch: 'programmatic' | 'plain'): void {
+function checkLaunchMatches(db: TuningDb, path: string, launch: LaunchMode): void {
   const held = db.sessions.find((s) => (s.launch ?? 'plain') !== launch);
   if (!held) return;
   const how = (mode: string) => (mode === 'plain' ? 'plain launches (NORMGEN_PDL=0 or before sm90)' : 'programmatic launches');
@@ -144,11 +144,10 @@ export interface TuneOutcome {
 export async function tune(o: TuneOptions): Promise<TuneOutcome> {
   const exe = o.runnerExe ?? (await buildRunner());
   const runners = o.gpus.map((g) => new Runner(exe, g));
-  const { device, programmaticLaunch, db } = await openChecked(o, runners).catch(async (e: unknown) => {
+  const { device, launch, db } = await openChecked(o, runners).catch(async (e: unknown) => {
     await Promise.all(runners.map((r) => r.close())); // a refused run leaves no runner behind
     throw e;
   });
-  const launch = programmaticLaunch ? 'programmatic' : 'plain';
   // Launched plainly, a package runs each forward kernel's plain twin: time those.
   const twins = launch === 'plain' && o.direction !== 'bwd';
   // Each GPU's results are fractions of its own copy bandwidth: cards of one model differ by a few percent.
@@ -168,7 +167,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     ...(runners.length > 1 ? { copyGbpsByGpu: Object.fromEntries(copyByGpu) } : {}),
     launch,
     ...(twins ? { plainTwins: true } : {}),
-    ...(programmaticLaunch && FULL.chainLaunches ? { chainLaunches: FULL.chainLaunches } : {}),
+    ...(launch === 'programmatic' && FULL.chainLaunches ? { chainLaunches: FULL.chainLaunches } : {}),
     ...(o.seed ? { seed: { db: basename(o.seed.path), keep: o.seed.keep, problems: seeding.problems } } : {}),
   });
   const copies = [...copyByGpu].map(([gpu, gbps]) => (runners.length > 1 ? `GPU ${gpu} ` : '') + `${gbps.toFixed(0)} GB/s`).join(', ');
