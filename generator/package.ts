@@ -13,7 +13,7 @@ import { emitTypeScript } from './package-ts.js';
 import { emitWebGpu, planWgsl, type WgslDeviceTable } from './package-wgsl.js';
 import { adapterName } from '../tuner/wgsl/adapter.js';
 import { InputError, residualDType, weightDType, type DType } from './problem.js';
-import { renderPackageUnit } from './render-cuda.js';
+import { PLAIN_TWIN_ROWS_BELOW, renderPackageUnit } from './render-cuda.js';
 import { shareKernelHelpers } from './package-helpers.js';
 import { describeParams, maxDynamicSharedBytes, ringSharedBytes, stageBytes, STORAGES } from './space.js';
 import { render, TEMPLATE_ROOT, templateHash } from './templates.js';
@@ -152,6 +152,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
     arch: archNames,
     dbFiles: src.tables.map((t) => [t.dbFile, ...(t.plain ? [t.plain.dbFile] : []), ...(t.backward ? [t.backward.dbFile] : [])].join(', ')).join(', '),
     backward: bwd ? backwardContext(bwd) : false,
+    plainTwinRowsBelow: PLAIN_TWIN_ROWS_BELOW,
   };
   const files: [string, string][] = [];
   files.push(['include/normgen.h', render('package', 'normgen.h.hbs', context)]);

@@ -65,11 +65,19 @@ export function renderPackageUnit(spec: KernelSpec, variants: Variant[], tunedRe
     const registers = tunedRegisters.get(v.id);
     return registers === undefined ? kernel : { ...kernel, minBlocks: Math.max(kernel.minBlocks, ctasByRegisters(v.params.threads, registers)) };
   });
-  return renderCudaUnit(spec, variants) + render('package', 'plain_twins.cu.hbs', { kernels: twins });
+  return renderCudaUnit(spec, variants) + render('package', 'plain_twins.cu.hbs', { kernels: twins, rowsBelow: PLAIN_TWIN_ROWS_BELOW });
 }
 
-/** The kernel a variant runs as: its plain twin where launched plainly from a unit with twins. */
-export const timedSymbol = (v: { symbol: string }, plainTwin = false) => (plainTwin ? `${v.symbol}_plain` : v.symbol);
+/**
+ * Launched plainly, a problem of fewer rows runs its kernel's plain twin; one of this many rows
+ * or more runs the kernel itself (its wait returns at once there). A long kernel gains nothing
+ * from the twin, and the L2 prefetch a twin leaves out kept some 4-7% faster at 32768 rows
+ * (test/gpu/plain-twin-rows.md).
+ */
+export const PLAIN_TWIN_ROWS_BELOW = 8192;
+
+/** The kernel a variant runs as on `rows` rows: its plain twin where launched plainly from a unit with twins, below PLAIN_TWIN_ROWS_BELOW rows. */
+export const timedSymbol = (v: { symbol: string }, plainTwin = false, rows = 0) => (plainTwin && rows < PLAIN_TWIN_ROWS_BELOW ? `${v.symbol}_plain` : v.symbol);
 
 /** File name of a compile unit: readable, and unique per spec and variant set. */
 export function unitFileName(spec: KernelSpec, variants: readonly unknown[], tag = ''): string {

@@ -20,6 +20,7 @@ import { buildDispatchTable } from '../tuner/dispatch.js';
 import { planPackage } from '../generator/package-plan.js';
 import { emitPackage } from '../generator/package.js';
 import { templateHash } from '../generator/templates.js';
+import { PLAIN_TWIN_ROWS_BELOW } from '../generator/render-cuda.js';
 import { withFreshCache } from './fresh-cache.js';
 
 const FAKE = fileURLToPath(new URL('./fake-runner.js', import.meta.url));
@@ -62,7 +63,7 @@ test('every variant of every problem is measured once; a re-run resumes with not
   assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), 'final timings in graphs of at least 16 launches\n');
 });
 
-test('under plain launches the plain twins are timed, into a database of their own', async () => {
+test('under plain launches the plain twins are timed below PLAIN_TWIN_ROWS_BELOW rows, into a database of their own', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'normgen-tune-'));
   const dbPath = join(dir, 'db.jsonl');
   (await tune(options(dbPath))).db.close();
@@ -77,14 +78,20 @@ test('under plain launches the plain twins are timed, into a database of their o
     );
     assert.match(refused, /holds times of programmatic launches and this run times plain launches \(NORMGEN_PDL=0 or before sm90\): tune each launch mode into its own --db/);
     const plainPath = join(dir, 'plain.jsonl');
-    (await tune(options(plainPath, { grid: { ...grid, rows: [16] } }))).db.close();
+    (await tune(options(plainPath, { grid: { ...grid, rows: [16, PLAIN_TWIN_ROWS_BELOW] } }))).db.close();
     const db = TuningDb.read(plainPath);
     assert.equal(db.sessions.map((s) => [s.launch, s.plainTwins, s.chainLaunches]), [['plain', true, undefined]]);
     assert.match(tuneReport(db, 0, 0), "back-to-back plain launches of each kernel's plain twin");
-    const symbols = readFileSync(process.env.FAKE_LOG, 'utf8').trim().split('\n').map((l) => JSON.parse(l).symbol as string);
-    assert.is(symbols.length, db.results.length);
-    assert.ok(symbols.every((s) => s.endsWith('_plain')), 'every timed kernel is a twin');
-    assert.equal(new Set(symbols.map((s) => s.replace(/_plain$/, '').replace(/^normgen_rmsnorm_fwd_/, ''))), new Set(db.results.map((r) => r.variantId)));
+    const runs = readFileSync(process.env.FAKE_LOG, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { symbol: string; rows: number });
+    assert.is(runs.length, db.results.length);
+    // As the package launches plainly: a twin below PLAIN_TWIN_ROWS_BELOW rows, the kernel itself from there on.
+    const few = runs.filter((r) => r.rows === 16).map((r) => r.symbol);
+    const many = runs.filter((r) => r.rows === PLAIN_TWIN_ROWS_BELOW).map((r) => r.symbol);
+    assert.is(few.length + many.length, runs.length);
+    assert.ok(few.length > 0 && few.every((s) => s.endsWith('_plain')), 'below the rows, every timed kernel is a twin');
+    assert.ok(many.length > 0 && many.every((s) => /^normgen_rmsnorm_fwd_[0-9a-f]{12}$/.test(s)), 'from the rows on, the kernels themselves');
+    const ids = (symbols: string[]) => new Set(symbols.map((s) => s.replace(/_plain$/, '').replace(/^normgen_rmsnorm_fwd_/, '')));
+    assert.equal(ids([...few, ...many]), new Set(db.results.map((r) => r.variantId)));
   } finally {
     for (const [name, value] of [['NORMGEN_PDL', saved.pdl], ['FAKE_LOG', saved.log]] as const) {
       if (value === undefined) delete process.env[name];

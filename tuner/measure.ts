@@ -119,7 +119,7 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
   return {
     cmd: 'run',
     cubin,
-    symbol: timedSymbol(v, o.plainTwin),
+    symbol: timedSymbol(v, o.plainTwin, problem.rows),
     grid: g.grid,
     block: g.block,
     smem: g.sharedBytes,

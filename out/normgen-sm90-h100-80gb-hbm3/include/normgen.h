@@ -40,7 +40,7 @@ typedef struct normgen_fwd_desc {
 normgen_status normgen_forward(const normgen_fwd_desc* desc);
 
 /* Which variant normgen_forward would run on the current device as it launches now (index
- * into the package's variant list; launched plainly, it runs that variant's plain twin), or -1. */
+ * into the package's variant list; launched plainly, below 8192 rows it runs that variant's plain twin), or -1. */
 int normgen_select(const normgen_fwd_desc* desc, int* path /* 0 exact, 1 nearest, 2 generic */);
 
 /* The package holds one dispatch table per GPU model it was tuned on. On each CUDA device,
@@ -63,8 +63,9 @@ const char* normgen_last_error(void);
 /* Programmatic dependent launch (sm90 and later): each kernel may start while the stream's
  * previous kernel drains, and waits for it to finish before touching memory. On unless the
  * environment sets NORMGEN_PDL=0; this call turns it on (1) or off (0) for the process and
- * returns the previous setting. Off, forward calls run each kernel's plain twin (the same
- * kernel without the wait). Launches fall back to plain ones where CUDA refuses it. */
+ * returns the previous setting. Off, forward calls of fewer than 8192 rows run each
+ * kernel's plain twin (the same kernel without the wait). Launches fall back to plain ones
+ * where CUDA refuses it. */
 int normgen_set_programmatic_launch(int enabled);
 
 /* Defined where the package has backward kernels (built from a backward tuning database). */

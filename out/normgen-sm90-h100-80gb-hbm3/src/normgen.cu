@@ -4269,7 +4269,6 @@ extern "C" int normgen_select_in(const normgen_fwd_desc* d, int table, int* path
 
 extern "C" int normgen_select_plain_in(const normgen_fwd_desc* d, int table, int* path) { return select_in(d, table, true, path); }
 
-
 namespace {
 
 // What a kernel must opt into before its occupancy is queried or it is launched: dynamic
@@ -4418,9 +4417,11 @@ extern "C" normgen_status normgen_forward(const normgen_fwd_desc* d) {
   if (s != NORMGEN_OK) return s;
   // Launched plainly (the setting off, or before sm90), the plain twin of the plain-launch
   // choice: the release and the wait would only cost time there (test/gpu/plain-twins.md).
+  // From 8192 rows on, the kernel itself: its L2 prefetch kept long kernels faster
+  // than the twin without it, and its wait returns at once (test/gpu/plain-twin-rows.md).
   const bool programmatic = programmatic_launch_allowed();
   const Variant& v = kVariants[select_variant(*d, spec, current_table(), !programmatic, &path, &release_at)];
-  const void* kernel = programmatic ? v.kernel : v.plain_kernel;
+  const void* kernel = programmatic || d->rows >= 8192 ? v.kernel : v.plain_kernel;
   NormgenFwdParams p;
   memset(&p, 0, sizeof p);
   p.x = d->x; p.residual = d->residual; p.weight = d->weight; p.bias = d->bias;

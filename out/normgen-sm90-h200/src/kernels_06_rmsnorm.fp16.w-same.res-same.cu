@@ -1687,8 +1687,9 @@ normgen_rmsnorm_fwd_2fed7c3c4207(const NormgenFwdParams p) {
 // (test/gpu/plain-twins.md). Persistent and cluster kernels keep the prefetch: it puts their
 // first loads in flight before their set-up, and without it they lost 2-4%. A twin's launch
 // bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
-// The launcher runs a twin only where it launches plainly: launched programmatically, a twin
-// would not wait for the grid before it. A tune under plain launches (NORMGEN_PDL=0) times the
+// The launcher runs a twin only where it launches plainly, and below 8192 rows: launched
+// programmatically, a twin would not wait for the grid before it; on more rows the kernel's
+// prefetch kept it faster (test/gpu/plain-twin-rows.md). A tune under plain launches (NORMGEN_PDL=0) times the
 // twins, as the package runs them there.
 extern "C" __global__ void __launch_bounds__(64, 32)
 normgen_rmsnorm_fwd_13383c013cbc_plain(const NormgenFwdParams p) {

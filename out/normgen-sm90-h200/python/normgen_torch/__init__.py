@@ -29,8 +29,9 @@ library = abi.load()  # FileNotFoundError with a sentence when libnormgen.so is 
 
 def set_programmatic_launch(enabled: bool) -> bool:
     """Programmatic dependent launch (sm90 and later; on unless NORMGEN_PDL=0): each kernel
-    may start while the stream's previous kernel drains; off, forward calls run each kernel's
-    plain twin (the same kernel without the wait). Returns the previous setting."""
+    may start while the stream's previous kernel drains; off, forward calls of fewer than
+    8192 rows run each kernel's plain twin (the same kernel without the wait).
+    Returns the previous setting."""
     return abi.set_programmatic_launch(enabled, library)
 
 _DTYPES = {torch.float32: abi.FP32, torch.float16: abi.FP16, torch.bfloat16: abi.BF16}
