@@ -143,13 +143,17 @@ export class CompilePool {
 
 /**
  * A backward variant has a row kernel and a reduction: it spills if either does (the row
- * kernel's usage is reported). With twins, a forward variant is its twin.
+ * kernel's usage is reported). With twins, a forward variant is its twin and, from
+ * PLAIN_TWIN_ROWS_BELOW rows on, the kernel itself: it spills if either does (the twin's
+ * usage is reported).
  */
 function classify(unit: CompiledUnit, v: Variant | BwdVariant, twins = false): VariantBuild {
-  const symbol = timedSymbol(v, twins && !isBackward(v.spec));
+  const backward = isBackward(v.spec);
+  const symbol = timedSymbol(v, twins && !backward);
+  const other = backward ? `${v.symbol}_reduce` : twins ? v.symbol : symbol;
   const usage = unit.usage.get(symbol);
   if (!usage) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${symbol}` };
-  const reduce = isBackward(v.spec) ? unit.usage.get(`${v.symbol}_reduce`) : usage;
-  if (!reduce) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${v.symbol}_reduce` };
-  return spills(usage) || spills(reduce) ? { status: 'SPILLS', usage } : { status: 'OK', cubin: unit.cubin, usage };
+  const otherUsage = unit.usage.get(other);
+  if (!otherUsage) return { status: 'COMPILE_ERROR', log: `ptxas reported nothing for ${other}` };
+  return spills(usage) || spills(otherUsage) ? { status: 'SPILLS', usage } : { status: 'OK', cubin: unit.cubin, usage };
 }
