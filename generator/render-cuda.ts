@@ -71,7 +71,7 @@ export function renderPackageUnit(spec: KernelSpec, variants: Variant[], tunedRe
 /**
  * Launched plainly, a problem of fewer rows runs its kernel's plain twin; one of this many rows
  * or more runs the kernel itself (its wait returns at once there). A long kernel gains nothing
- * from the twin, and the L2 prefetch a twin leaves out kept some 4-7% faster at 32768 rows
+ * from the twin, and the L2 prefetch a twin leaves out kept some 4-6% faster at 8192-32768 rows
  * (test/gpu/plain-twin-rows.md).
  */
 export const PLAIN_TWIN_ROWS_BELOW = 8192;

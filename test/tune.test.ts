@@ -81,7 +81,7 @@ test('under plain launches the plain twins are timed below PLAIN_TWIN_ROWS_BELOW
     (await tune(options(plainPath, { grid: { ...grid, rows: [16, PLAIN_TWIN_ROWS_BELOW] } }))).db.close();
     const db = TuningDb.read(plainPath);
     assert.equal(db.sessions.map((s) => [s.launch, s.plainTwins, s.chainLaunches]), [['plain', true, undefined]]);
-    assert.match(tuneReport(db, 0, 0), "back-to-back plain launches of each kernel's plain twin");
+    assert.match(tuneReport(db, 0, 0), `back-to-back plain launches of each kernel's plain twin below ${PLAIN_TWIN_ROWS_BELOW} rows, of the kernel itself from there on`);
     const runs = readFileSync(process.env.FAKE_LOG, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { symbol: string; rows: number });
     assert.is(runs.length, db.results.length);
     // As the package launches plainly: a twin below PLAIN_TWIN_ROWS_BELOW rows, the kernel itself from there on.

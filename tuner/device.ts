@@ -29,8 +29,8 @@ export async function queryDevice(runner: Runner): Promise<DeviceId> {
 }
 
 /**
- * The GPU, and whether the runner times kernels with programmatic dependent launch (sm90
- * and later unless NORMGEN_PDL=0), as the package launches them.
+ * The GPU, and how the runner launches the kernels it times: with programmatic dependent
+ * launch (sm90 and later unless NORMGEN_PDL=0), as the package launches them, or plainly.
  */
 export async function queryRunner(runner: Runner): Promise<{ device: DeviceId; launch: LaunchMode }> {
   const r = await runner.request({ cmd: 'info' }, 60_000);

@@ -3,6 +3,7 @@
 
 import { formatTable } from '../cli/table.js';
 import { launchOf, type DbSession, type TuningDb } from './db.js';
+import { PLAIN_TWIN_ROWS_BELOW } from '../generator/render-cuda.js';
 import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES } from './measure.js';
 import { WINNER_HEADER, winnerRow, winners, type Winner } from './select.js';
 
@@ -31,7 +32,7 @@ function launchText(sessions: DbSession[]): string {
   if (mode === 'mixed') return 'back-to-back launches (with programmatic dependent launch in some runs of this database, plain in others)';
   if (mode === 'programmatic')
     return 'back-to-back launches with programmatic dependent launch (each kernel starts while the one before drains, as the package launches them)' + chainText(sessions);
-  return sessions.every((s) => s.plainTwins) ? "back-to-back plain launches of each kernel's plain twin (as the package launches plainly)" : 'back-to-back plain launches';
+  return sessions.every((s) => s.plainTwins) ? `back-to-back plain launches of each kernel's plain twin below ${PLAIN_TWIN_ROWS_BELOW} rows, of the kernel itself from there on (as the package launches plainly)` : 'back-to-back plain launches';
 }
 
 /** Programmatic runs: how long a final timing's chain of launches was (short graphs can hide a long chain's slowdown). */

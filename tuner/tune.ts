@@ -148,7 +148,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     await Promise.all(runners.map((r) => r.close())); // a refused run leaves no runner behind
     throw e;
   });
-  // Launched plainly, a package runs each forward kernel's plain twin: time those.
+  // Launched plainly, a package runs each forward kernel's plain twin (below PLAIN_TWIN_ROWS_BELOW rows): time those.
   const twins = launch === 'plain' && o.direction !== 'bwd';
   // Each GPU's results are fractions of its own copy bandwidth: cards of one model differ by a few percent.
   const copyByGpu = new Map<number, number>();

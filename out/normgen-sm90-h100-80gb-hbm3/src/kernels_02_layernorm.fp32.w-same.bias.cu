@@ -1770,8 +1770,8 @@ normgen_layernorm_fwd_405aac1bd25a(const NormgenFwdParams p) {
 // bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
 // The launcher runs a twin only where it launches plainly, and below 8192 rows: launched
 // programmatically, a twin would not wait for the grid before it; on more rows the kernel's
-// prefetch kept it faster (test/gpu/plain-twin-rows.md). A tune under plain launches (NORMGEN_PDL=0) times the
-// twins, as the package runs them there.
+// prefetch kept it faster (test/gpu/plain-twin-rows.md). A tune under plain launches
+// (NORMGEN_PDL=0) times the twins, as the package runs them there.
 extern "C" __global__ void __launch_bounds__(128, 12)
 normgen_layernorm_fwd_8da77fc4e66b_plain(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 128, 4, 128, 1, 1, 512>(p);

@@ -1553,8 +1553,8 @@ normgen_rmsnorm_fwd_a2e2e3b27402(const NormgenFwdParams p) {
 // bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
 // The launcher runs a twin only where it launches plainly, and below 8192 rows: launched
 // programmatically, a twin would not wait for the grid before it; on more rows the kernel's
-// prefetch kept it faster (test/gpu/plain-twin-rows.md). A tune under plain launches (NORMGEN_PDL=0) times the
-// twins, as the package runs them there.
+// prefetch kept it faster (test/gpu/plain-twin-rows.md). A tune under plain launches
+// (NORMGEN_PDL=0) times the twins, as the package runs them there.
 extern "C" __global__ void __launch_bounds__(64, 32)
 normgen_rmsnorm_fwd_138c1bb5b9fd_plain(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 64, 8, 64, 1, 1, 512, true>(p);

@@ -2098,8 +2098,8 @@ normgen_rmsnorm_fwd_e330942e14e5(const NormgenFwdParams p) {
 // bounds ask for the CTAs an SM its kernel's registers allowed, so it keeps that occupancy.
 // The launcher runs a twin only where it launches plainly, and below 8192 rows: launched
 // programmatically, a twin would not wait for the grid before it; on more rows the kernel's
-// prefetch kept it faster (test/gpu/plain-twin-rows.md). A tune under plain launches (NORMGEN_PDL=0) times the
-// twins, as the package runs them there.
+// prefetch kept it faster (test/gpu/plain-twin-rows.md). A tune under plain launches
+// (NORMGEN_PDL=0) times the twins, as the package runs them there.
 extern "C" __global__ void __launch_bounds__(128, 16)
 normgen_rmsnorm_fwd_0fb6ede1c44c_plain(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 128, 4, 128, 1, 1, 512, true>(p);
