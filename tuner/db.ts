@@ -94,9 +94,12 @@ export type WgslDbResult = DbResult<WgslParams>;
 /** How kernels are launched, and were timed: programmatic dependent launch, or plain launches. */
 export type LaunchMode = 'programmatic' | 'plain';
 
-/** How a database's kernels were timed: every session's launch mode (before the field: plain), or mixed. */
+/** How a session's kernels were timed (before the field existed: plainly). */
+export const sessionLaunch = (s: DbSession): LaunchMode => s.launch ?? 'plain';
+
+/** How a database's kernels were timed: every session's launch mode, or mixed. */
 export function launchOf(sessions: readonly DbSession[]): LaunchMode | 'mixed' {
-  const modes = new Set(sessions.map((s) => s.launch ?? 'plain'));
+  const modes = new Set(sessions.map(sessionLaunch));
   return modes.size > 1 ? 'mixed' : modes.has('programmatic') ? 'programmatic' : 'plain';
 }
 

@@ -8,7 +8,7 @@ import type { Variant } from '../generator/variant.js';
 import { VERSION } from '../generator/version.js';
 import { BACKWARD, FORWARD, type AnyVariant, type Direction } from './direction.js';
 import { CompilePool, type UnitRequest, type VariantBuild } from './compile-pool.js';
-import { TuningDb, type DbResult, type LaunchMode, type Stage } from './db.js';
+import { sessionLaunch, TuningDb, type DbResult, type LaunchMode, type Stage } from './db.js';
 import { checkArchMatches, copyBandwidth, queryDevice, queryRunner, type DeviceId } from './device.js';
 import { AFFINE_ALIAS_BYTES, RELEASE_COMPARE_MAX_BYTES, type RunOptions } from './measure.js';
 import { nvccVersion } from './nvcc.js';
@@ -127,10 +127,10 @@ async function openChecked(o: TuneOptions, runners: Runner[]): Promise<{ device:
  * problems would stand for times never taken that way (sessions before the field: plain).
  */
 function checkLaunchMatches(db: TuningDb, path: string, launch: LaunchMode): void {
-  const held = db.sessions.find((s) => (s.launch ?? 'plain') !== launch);
+  const held = db.sessions.map(sessionLaunch).find((mode) => mode !== launch);
   if (!held) return;
-  const how = (mode: string) => (mode === 'plain' ? 'plain launches (NORMGEN_PDL=0 or before sm90)' : 'programmatic launches');
-  throw new InputError(`${path} holds times of ${how(held.launch ?? 'plain')} and this run times ${how(launch)}: tune each launch mode into its own --db`);
+  const how = (mode: LaunchMode) => (mode === 'plain' ? 'plain launches (NORMGEN_PDL=0 or before sm90)' : 'programmatic launches');
+  throw new InputError(`${path} holds times of ${how(held)} and this run times ${how(launch)}: tune each launch mode into its own --db`);
 }
 
 export interface TuneOutcome {

@@ -38,8 +38,7 @@ function backwardTable(path: string, options: DispatchOptions): BackwardTable {
   return { dbFile: basename(path), tunedTemplateHash: session.templateHash, table, measured: formatTable(WINNER_HEADER, winners(db).map(winnerRow)) };
 }
 
-function deviceTable(path: string, options: DispatchOptions): DeviceTable {
-  const db = TuningDb.readChecked(path);
+function deviceTable(path: string, options: DispatchOptions, db = TuningDb.readChecked(path)): DeviceTable {
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
   const table = buildDispatchTable(db, options);
@@ -57,8 +56,9 @@ const isPlainLaunchDb = (db: TuningDb) => launchOf(db.sessions) === 'plain' && p
 
 /** A GPU's plain-launch table: the entries of `path` whose winners beat `tuned`'s there by more than `margin`. */
 function plainTable(path: string, options: DispatchOptions, tuned: DeviceTable, margin: number): PlainTable {
-  const { dbFile, tunedTemplateHash, tunedOn, table } = deviceTable(path, options);
-  const entries = plainLaunchEntries(TuningDb.readChecked(path), table, tuned.table, margin);
+  const db = TuningDb.readChecked(path);
+  const { dbFile, tunedTemplateHash, tunedOn, table } = deviceTable(path, options, db);
+  const entries = plainLaunchEntries(db, table, tuned.table, margin);
   console.log(`${dbFile}: plain launches run ${entries.length} of its ${table.entries.length} winners, where each beat ${tuned.dbFile}'s winner there by more than ${(100 * margin).toFixed(1)}%`);
   const kept = { ...table, entries, variants: new Set(entries.map((e) => e.variantId)).size, maxRegret: Math.max(0, ...entries.map((e) => e.regret)) };
   return { dbFile, tunedTemplateHash, tunedOn, table: kept, problems: table.entries.length, margin };
