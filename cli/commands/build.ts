@@ -86,6 +86,7 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   const plain = new Map<string, string>(); // device key -> plain-launch database
   const paths: string[] = [];
   const seen = new Map<string, string>();
+  const keyOf = new Map<string, string>(); // CUDA database -> its device key
   for (const p of all) {
     if (backend.get(p) === 'wgsl') {
       const h = TuningDb.readWgsl(p).header;
@@ -97,6 +98,7 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
     const db = TuningDb.read(p);
     const h = db.header;
     const key = `${h.arch}|${deviceKey(h.device)}`;
+    keyOf.set(p, key);
     const bwd = isBackwardDb(db);
     const mine = bwd ? backward : isPlainLaunchDb(db) ? plain : seen;
     const what = bwd ? 'backward results of ' : mine === plain ? 'plain-launch times of ' : '';
@@ -114,8 +116,7 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   for (const [key, p] of backward) if (!seen.has(key)) throw new InputError(`${p} holds backward results of a GPU no forward --db was tuned on: pass that GPU's forward database too`);
   const tables = paths.map((p): DeviceTable => {
     const t = deviceTable(p, dispatch);
-    const h = TuningDb.read(p).header;
-    const key = `${h.arch}|${deviceKey(h.device)}`;
+    const key = keyOf.get(p)!;
     const b = backward.get(key);
     const pl = plain.get(key);
     return { ...t, ...(b ? { backward: backwardTable(b, dispatch) } : {}), ...(pl ? { plain: plainTable(pl, dispatch, t, args.plainMargin) } : {}) };
