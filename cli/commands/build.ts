@@ -9,7 +9,8 @@ import type { BackwardTable } from '../../generator/package-bwd.js';
 import type { WgslDeviceTable } from '../../generator/package-wgsl.js';
 import { adapterName } from '../../tuner/wgsl/adapter.js';
 import { InputError, isBackward } from '../../generator/problem.js';
-import { deviceKey, launchOf, TuningDb } from '../../tuner/db.js';
+import type { WgslParams } from '../../generator/space-wgsl.js';
+import { deviceKey, launchOf, TuningDb, type WgslDbHeader } from '../../tuner/db.js';
 import { buildDispatchTable, DEFAULT_LARGE_TOLERANCE, DEFAULT_PLAIN_MARGIN, plainLaunchEntries, type DispatchOptions } from '../../tuner/dispatch.js';
 import { namedWinnerRow, WGSL_NAMING, WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
 import { expandDbPaths } from '../db-paths.js';
@@ -26,11 +27,13 @@ export const builder = (y: Argv) =>
     .option('large-tolerance', { type: 'number', default: DEFAULT_LARGE_TOLERANCE, describe: 'regret allowed on problems of >= 16M elements (at most --tolerance)' })
     .option('plain-margin', { type: 'number', default: DEFAULT_PLAIN_MARGIN, describe: "a GPU's database timed under plain launches (tune with NORMGEN_PDL=0): where its winner beat the tuned winner by more than this, plain launches run it" });
 
+type WgslDb = TuningDb<WgslParams, WgslDbHeader>;
+
 /** A database of backward results (tune --direction bwd). */
 const isBackwardDb = (db: TuningDb) => db.results.some((r) => isBackward(r.problem));
 
-function backwardTable(path: string, options: DispatchOptions): BackwardTable {
-  const db = TuningDb.readChecked(path);
+function backwardTable(db: TuningDb, options: DispatchOptions): BackwardTable {
+  const path = db.path;
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
   const table = buildDispatchTable(db, options, 'bwd');
@@ -38,7 +41,8 @@ function backwardTable(path: string, options: DispatchOptions): BackwardTable {
   return { dbFile: basename(path), tunedTemplateHash: session.templateHash, table, measured: formatTable(WINNER_HEADER, winners(db).map(winnerRow)) };
 }
 
-function deviceTable(path: string, options: DispatchOptions, db = TuningDb.readChecked(path)): DeviceTable {
+function deviceTable(db: TuningDb, options: DispatchOptions): DeviceTable {
+  const path = db.path;
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
   const table = buildDispatchTable(db, options);
@@ -54,18 +58,17 @@ function deviceTable(path: string, options: DispatchOptions, db = TuningDb.readC
  */
 const isPlainLaunchDb = (db: TuningDb) => launchOf(db.sessions) === 'plain' && parseArch(db.header.arch).cc >= 90;
 
-/** A GPU's plain-launch table: the entries of `path` whose winners beat `tuned`'s there by more than `margin`. */
-function plainTable(path: string, options: DispatchOptions, tuned: DeviceTable, margin: number): PlainTable {
-  const db = TuningDb.readChecked(path);
-  const { dbFile, tunedTemplateHash, tunedOn, table } = deviceTable(path, options, db);
+/** A GPU's plain-launch table: the entries of `db` whose winners beat `tuned`'s there by more than `margin`. */
+function plainTable(db: TuningDb, options: DispatchOptions, tuned: DeviceTable, margin: number): PlainTable {
+  const { dbFile, tunedTemplateHash, tunedOn, table } = deviceTable(db, options);
   const entries = plainLaunchEntries(db, table, tuned.table, margin);
   console.log(`${dbFile}: plain launches run ${entries.length} of its ${table.entries.length} winners, where each beat ${tuned.dbFile}'s winner there by more than ${(100 * margin).toFixed(1)}%`);
   const kept = { ...table, entries, variants: new Set(entries.map((e) => e.variantId)).size, maxRegret: Math.max(0, ...entries.map((e) => e.regret)) };
   return { dbFile, tunedTemplateHash, tunedOn, table: kept, problems: table.entries.length, margin };
 }
 
-function wgslTable(path: string, options: DispatchOptions): WgslDeviceTable {
-  const db = TuningDb.readCheckedWgsl(path);
+function wgslTable(db: WgslDb, options: DispatchOptions): WgslDeviceTable {
+  const path = db.path;
   const session = db.sessions[db.sessions.length - 1];
   if (!session) throw new InputError(`${path} has no tuning session`);
   const table = buildDispatchTable(db, options);
@@ -86,19 +89,23 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   const plain = new Map<string, string>(); // device key -> plain-launch database
   const paths: string[] = [];
   const seen = new Map<string, string>();
-  const keyOf = new Map<string, string>(); // CUDA database -> its device key
+  // Each database is read (and checked) once; a CUDA one keeps its device key.
+  const cudaDbs = new Map<string, { db: TuningDb; key: string }>();
+  const wgslDbs = new Map<string, WgslDb>();
   for (const p of all) {
     if (backend.get(p) === 'wgsl') {
-      const h = TuningDb.readWgsl(p).header;
+      const db = TuningDb.readCheckedWgsl(p);
+      wgslDbs.set(p, db);
+      const h = db.header;
       const key = `${h.arch}|${deviceKey(h.device)}`;
       if (seen.has(key)) throw new InputError(`${seen.get(key)} and ${p} both hold ${h.device.name}: merge them first (normgen merge)`);
       seen.set(key, p);
       continue;
     }
-    const db = TuningDb.read(p);
+    const db = TuningDb.readChecked(p);
     const h = db.header;
     const key = `${h.arch}|${deviceKey(h.device)}`;
-    keyOf.set(p, key);
+    cudaDbs.set(p, { db, key });
     const bwd = isBackwardDb(db);
     const mine = bwd ? backward : isPlainLaunchDb(db) ? plain : seen;
     const what = bwd ? 'backward results of ' : mine === plain ? 'plain-launch times of ' : '';
@@ -115,13 +122,17 @@ export function handler(args: { db: string[]; out: string; name?: string; tolera
   paths.push(...all.filter((p) => backend.get(p) === 'cuda' && forward.has(p))); // in the order given: the first table is the fallback
   for (const [key, p] of backward) if (!seen.has(key)) throw new InputError(`${p} holds backward results of a GPU no forward --db was tuned on: pass that GPU's forward database too`);
   const tables = paths.map((p): DeviceTable => {
-    const t = deviceTable(p, dispatch);
-    const key = keyOf.get(p)!;
+    const { db, key } = cudaDbs.get(p)!;
+    const t = deviceTable(db, dispatch);
     const b = backward.get(key);
     const pl = plain.get(key);
-    return { ...t, ...(b ? { backward: backwardTable(b, dispatch) } : {}), ...(pl ? { plain: plainTable(pl, dispatch, t, args.plainMargin) } : {}) };
+    return {
+      ...t,
+      ...(b ? { backward: backwardTable(cudaDbs.get(b)!.db, dispatch) } : {}),
+      ...(pl ? { plain: plainTable(cudaDbs.get(pl)!.db, dispatch, t, args.plainMargin) } : {}),
+    };
   });
-  const wgsl = wgslPaths.map((p) => wgslTable(p, dispatch));
+  const wgsl = wgslPaths.map((p) => wgslTable(wgslDbs.get(p)!, dispatch));
   const name = args.name ?? args.out.replace(/\/+$/, '').split('/').pop()!;
   const out = emitPackage({ name, tables, wgsl }, args.out);
   const problems = tables.reduce((n, t) => n + t.table.entries.length, 0);
