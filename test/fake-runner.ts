@@ -8,6 +8,8 @@
 // FAKE_LATE=symbol:factor,... scales their time when asked to compare release points and
 // releasing late (compareRelease, with programmatic launch: both reported, the faster as the median);
 // FAKE_EXIT=symbol:factor,... the same for releasing at exit (compareExit);
+// compareSymbol (plain launches: a kernel's twin or the kernel itself) is timed like the kernel,
+// FAKE_SCALE applying to each symbol; the faster is the median (timedUs, comparedUs, compared);
 // FAKE_LOG=file appends every run request's timing fields to that file.
 import { appendFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -31,14 +33,19 @@ createInterface({ input: process.stdin }).on('line', (line) => {
   } else if (req.cmd === 'copy') {
     say({ status: 'OK', gbps: 4000 + 100 * Number(process.env.CUDA_VISIBLE_DEVICES ?? 0) }); // cards differ a little
   } else if (req.cmd === 'run') {
-    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, rows: req.rows, samples: req.samples, maxCopies: req.maxCopies, chainLaunches: req.chainLaunches, affineAlias: req.affineAlias, compareRelease: req.compareRelease, compareExit: req.compareExit }) + '\n');
+    if (process.env.FAKE_LOG) appendFileSync(process.env.FAKE_LOG, JSON.stringify({ symbol: req.symbol, rows: req.rows, samples: req.samples, maxCopies: req.maxCopies, chainLaunches: req.chainLaunches, affineAlias: req.affineAlias, compareRelease: req.compareRelease, compareExit: req.compareExit, compareSymbol: req.compareSymbol }) + '\n');
     if (hang.has(req.symbol)) return; // never answers
     if (crash.has(req.symbol)) {
       say({ status: 'RUNTIME_ERROR', error: 'an illegal memory access was encountered' });
       process.exit(3);
     }
-    const us = (5 + ((req.block * 7 + req.grid + req.smem) % 97) / 10) * (scale.get(req.symbol) ?? 1);
+    const base = 5 + ((req.block * 7 + req.grid + req.smem) % 97) / 10;
+    const timed = base * (scale.get(req.symbol) ?? 1);
+    const other = req.compareSymbol && !programmatic() ? base * (scale.get(req.compareSymbol) ?? 1) : undefined;
+    const us = Math.min(timed, other ?? timed);
+    const compared = other === undefined ? {} : { timedUs: timed, comparedUs: other, ...(other < timed ? { compared: true } : {}) };
     if (wrong.has(req.symbol)) say({ status: 'INCORRECT', err_y: 3, bad_y: 1, medianUs: us / 10 });
+    else if (other !== undefined && wrong.has(req.compareSymbol)) say({ status: 'INCORRECT', err_y: 3, bad_y: 1, compared: true, verified: true });
     else {
       const aliased = req.affineAlias ? us * (aliasScale.get(req.symbol) ?? 1) : undefined;
       const start = Math.max(us, aliased ?? us);
@@ -52,7 +59,7 @@ createInterface({ input: process.stdin }).on('line', (line) => {
         ...(exit === undefined ? {} : { releaseExitUs: exit }),
         ...(t < start && t === late ? { release: 'late' } : t < start && t === exit ? { release: 'exit' } : {}),
       };
-      say({ status: 'OK', err_y: 0.1, medianUs: t, minUs: t, maxUs: t, samplesUs: [t], ...placements, ...releases, verified: true });
+      say({ status: 'OK', err_y: 0.1, medianUs: t, minUs: t, maxUs: t, samplesUs: [t], ...placements, ...releases, ...compared, verified: true });
     }
   } else if (req.cmd === 'quit') {
     process.exit(0);

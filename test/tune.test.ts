@@ -63,13 +63,16 @@ test('every variant of every problem is measured once; a re-run resumes with not
   assert.match(tuneReport(TuningDb.read(dbPath), 0, 0), 'final timings in graphs of at least 16 launches\n');
 });
 
-test('under plain launches the plain twins are timed below PLAIN_TWIN_ROWS_BELOW rows, into a database of their own', async () => {
+test('under plain launches the plain twins are timed below PLAIN_TWIN_ROWS_BELOW rows, into a database of their own; finals time the other kernel too', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'normgen-tune-'));
   const dbPath = join(dir, 'db.jsonl');
   (await tune(options(dbPath))).db.close();
-  const saved = { pdl: process.env.NORMGEN_PDL, log: process.env.FAKE_LOG };
+  const saved = { pdl: process.env.NORMGEN_PDL, log: process.env.FAKE_LOG, scale: process.env.FAKE_SCALE };
   process.env.NORMGEN_PDL = '0'; // the stand-in runner, like the native one, then launches plainly
   process.env.FAKE_LOG = join(dir, 'runs.jsonl');
+  // The baseline's twin runs 3x its kernel's time: on few rows the kernel itself wins.
+  const baseline = makeVariant(makeProblem(RMS_BF16, 16, 1024), baselineParams(makeProblem(RMS_BF16, 16, 1024)));
+  process.env.FAKE_SCALE = `${baseline.symbol}_plain:3`;
   try {
     // Resumed under the other launch mode, the finished problems would stand for times never taken so.
     const refused = await tune(options(dbPath, { grid: { ...grid, rows: [16] } })).then(
@@ -80,9 +83,9 @@ test('under plain launches the plain twins are timed below PLAIN_TWIN_ROWS_BELOW
     const plainPath = join(dir, 'plain.jsonl');
     (await tune(options(plainPath, { grid: { ...grid, rows: [16, PLAIN_TWIN_ROWS_BELOW] } }))).db.close();
     const db = TuningDb.read(plainPath);
-    assert.equal(db.sessions.map((s) => [s.launch, s.plainTwins, s.chainLaunches]), [['plain', true, undefined]]);
-    assert.match(tuneReport(db, 0, 0), `back-to-back plain launches of each kernel's plain twin below ${PLAIN_TWIN_ROWS_BELOW} rows, of the kernel itself from there on`);
-    const runs = readFileSync(process.env.FAKE_LOG, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { symbol: string; rows: number });
+    assert.equal(db.sessions.map((s) => [s.launch, s.plainTwins, s.plainCompared, s.chainLaunches]), [['plain', true, true, undefined]]);
+    assert.match(tuneReport(db, 0, 0), `back-to-back plain launches of each kernel's plain twin below ${PLAIN_TWIN_ROWS_BELOW} rows, of the kernel itself from there on (as the package launches plainly); finals timed the other one too`);
+    const runs = readFileSync(process.env.FAKE_LOG, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { symbol: string; rows: number; compareSymbol?: string });
     assert.is(runs.length, db.results.length);
     // As the package launches plainly: a twin below PLAIN_TWIN_ROWS_BELOW rows, the kernel itself from there on.
     const few = runs.filter((r) => r.rows === 16).map((r) => r.symbol);
@@ -92,8 +95,18 @@ test('under plain launches the plain twins are timed below PLAIN_TWIN_ROWS_BELOW
     assert.ok(many.length > 0 && many.every((s) => /^normgen_rmsnorm_fwd_[0-9a-f]{12}$/.test(s)), 'from the rows on, the kernels themselves');
     const ids = (symbols: string[]) => new Set(symbols.map((s) => s.replace(/_plain$/, '').replace(/^normgen_rmsnorm_fwd_/, '')));
     assert.equal(ids([...few, ...many]), new Set(db.results.map((r) => r.variantId)));
+    // Every final (an exhaustive search has no screening) also timed the variant's other kernel.
+    for (const r of runs) assert.is(r.compareSymbol, r.symbol.endsWith('_plain') ? r.symbol.replace(/_plain$/, '') : `${r.symbol}_plain`);
+    for (const r of db.results) {
+      const slowTwin = r.variantId === baseline.id;
+      // The faster of the two is the result (ties keep the one the rows rule names).
+      const expected = slowTwin || r.problem.rows >= PLAIN_TWIN_ROWS_BELOW ? 'kernel' : 'twin';
+      assert.is(r.plainLaunch, expected, `${r.problemKey} ${r.variantId}`);
+      assert.is(r.medianUs, Math.min(r.twinUs!, r.kernelUs!));
+      assert.is(r.twinUs! > r.kernelUs!, slowTwin);
+    }
   } finally {
-    for (const [name, value] of [['NORMGEN_PDL', saved.pdl], ['FAKE_LOG', saved.log]] as const) {
+    for (const [name, value] of [['NORMGEN_PDL', saved.pdl], ['FAKE_LOG', saved.log], ['FAKE_SCALE', saved.scale]] as const) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }

@@ -155,6 +155,7 @@ export async function checkDrift(o: CheckOptions): Promise<CheckOutcome> {
     const db = chooseDb(o.dbs, device, launch);
     // Re-time what the tune timed: the plain twins where it did.
     const twins = db.sessions.some((s) => s.plainTwins === true);
+    const comparePlain = db.sessions.some((s) => s.plainCompared === true);
     const plan = planChecks(db, o.challengers);
     const builds = await compileAll(db, plan, o.jobs, twins);
     const copyNow = await copyBandwidth(runner);
@@ -168,7 +169,7 @@ export async function checkDrift(o: CheckOptions): Promise<CheckOutcome> {
         const b = builds.get(variant.id)!;
         const now: Measurement =
           b.status === 'OK'
-            ? await measure(runner, problem, variant, b.cubin, { ...finalOptions(problem), timeoutMs: hangTimeoutMs(problem, o.timeoutSeconds), plainTwin: twins }, copyNow)
+            ? await measure(runner, problem, variant, b.cubin, { ...finalOptions(problem), timeoutMs: hangTimeoutMs(problem, o.timeoutSeconds), plainTwin: twins, comparePlain }, copyNow)
             : { status: b.status, ...(b.status === 'COMPILE_ERROR' ? { error: b.log.split('\n').find((l) => l.includes('error')) ?? 'compile error' } : {}) };
         const drift = now.status === 'OK' && now.medianUs !== undefined ? now.medianUs / recorded.medianUs! - 1 : undefined;
         rows.push({ problem, role, recorded, now, drift });

@@ -14,7 +14,7 @@ import { REGISTER_CAPS, type CudaParams } from '../generator/space.js';
 import type { WgslParams } from '../generator/space-wgsl.js';
 import type { AnyParams } from './direction.js';
 import type { DeviceId } from './device.js';
-import { RELEASE_POINTS, type Measurement } from './measure.js';
+import { PLAIN_LAUNCHES, RELEASE_POINTS, type Measurement } from './measure.js';
 import type { AdapterId } from './wgsl/adapter.js';
 
 export const DB_FORMAT = 1;
@@ -57,6 +57,8 @@ export interface DbSession {
   launch?: LaunchMode;
   /** Plain forward runs: each kernel's plain twin was timed, as a package launches plainly (absent before they existed). */
   plainTwins?: boolean;
+  /** Plain forward runs: finals timed each variant's twin and kernel both (plainLaunch; absent before 2026-12-07). */
+  plainCompared?: boolean;
   /** Programmatic runs: the fewest launches in a final timing's graph (a chain's steady state; absent before it existed). */
   chainLaunches?: number;
   /** A seeded re-tune (tune --seed): the earlier database, variants kept per problem, problems it seeded. */
@@ -289,6 +291,8 @@ export class TuningDb<P extends object = AnyParams, H extends AnyDbHeader = DbHe
         );
       if (r.release !== undefined && !(RELEASE_POINTS as readonly unknown[]).includes(r.release))
         throw new DbError(`${what} (${r.problemKey}) has release ${JSON.stringify(r.release)} (expected ${RELEASE_POINTS.join(' or ')}, or none: at the start)`);
+      if (r.plainLaunch !== undefined && !PLAIN_LAUNCHES.includes(r.plainLaunch))
+        throw new DbError(`${what} (${r.problemKey}) has plainLaunch ${JSON.stringify(r.plainLaunch)} (expected ${PLAIN_LAUNCHES.join(' or ')}, or none)`);
     });
     return db;
   }

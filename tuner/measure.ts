@@ -43,6 +43,11 @@ export interface RunOptions {
   /** Run the variant's plain twin `<symbol>_plain` (its unit compiled with twins): what a package launches plainly. */
   plainTwin?: boolean;
   /**
+   * With plainTwin, launched plainly: time the twin and the kernel itself both and keep the
+   * faster (plainLaunch); which one wins depends on the kernel and the shape (the runner's time_counterpart).
+   */
+  comparePlain?: boolean;
+  /**
    * Kernels that count on L1 holding x's rows for a second pass (rereadsRowsFromL1) are also
    * timed with weight and bias at addresses this many bytes apart and congruent to x's, and
    * keep the slower time (see the runner's AliasedAffine).
@@ -150,7 +155,24 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
     ...(o.time && o.affineAliasBytes && rereadsRowsFromL1(problem, v) ? { affineAlias: o.affineAliasBytes } : {}),
     ...(o.time && o.compareRelease ? { compareRelease: true } : {}),
     ...(o.time && o.compareExit && releasesAtExitCompared(problem, v) ? { compareExit: true } : {}),
+    ...(o.time && o.plainTwin && o.comparePlain ? { compareSymbol: counterpart(v, problem.rows) } : {}),
   };
+}
+
+/** Which of a variant's two kernels a plain launch runs: its plain twin or the kernel itself. */
+export type PlainLaunch = 'twin' | 'kernel';
+export const PLAIN_LAUNCHES: readonly PlainLaunch[] = ['twin', 'kernel'];
+
+const isTwin = (symbol: string) => symbol.endsWith('_plain');
+/** The kernel of a variant that timedSymbol does not pick on `rows` rows (plain launches, twins compiled). */
+const counterpart = (v: Variant, rows: number) => (isTwin(timedSymbol(v, true, rows)) ? v.symbol : `${v.symbol}_plain`);
+
+/** The comparison of a variant's twin and kernel, where the runner made one (comparePlain). */
+function plainComparison(request: Record<string, unknown>, reply: RunnerReply): Partial<Measurement> {
+  if (typeof reply.timedUs !== 'number' || typeof reply.comparedUs !== 'number') return {};
+  const timedTwin = isTwin(String(request.symbol));
+  const [twinUs, kernelUs] = timedTwin ? [reply.timedUs, reply.comparedUs] : [reply.comparedUs, reply.timedUs];
+  return { twinUs, kernelUs, plainLaunch: timedTwin !== (reply.compared === true) ? 'twin' : 'kernel' };
 }
 
 /**
@@ -189,6 +211,10 @@ export interface Measurement {
   releaseStartUs?: number;
   releaseLateUs?: number;
   releaseExitUs?: number;
+  /** Timed both ways under plain launches (comparePlain): the faster kernel, and each one's median; medianUs is the faster. */
+  plainLaunch?: PlainLaunch;
+  twinUs?: number;
+  kernelUs?: number;
 }
 
 /** `bytes`: the roofline numerator (default: the forward's). */
@@ -228,6 +254,10 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
 }
 
 export async function measure(runner: Runner, problem: Problem, v: Variant, cubin: string, o: RunOptions, copyGbps?: number): Promise<Measurement> {
-  const reply = await runner.request(runRequest(problem, v, cubin, o), o.timeoutMs ?? 120_000);
-  return toMeasurement(problem, reply, copyGbps);
+  const request = runRequest(problem, v, cubin, o);
+  const reply = await runner.request(request, o.timeoutMs ?? 120_000);
+  const m = { ...toMeasurement(problem, reply, copyGbps), ...plainComparison(request, reply) };
+  // A twin or kernel that failed where the other passed: say which one.
+  if (reply.compared === true && m.status !== 'OK') m.error = `${String(request.compareSymbol)}: ${m.error ?? m.status}`;
+  return m;
 }

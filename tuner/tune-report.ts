@@ -32,7 +32,9 @@ function launchText(sessions: DbSession[]): string {
   if (mode === 'mixed') return 'back-to-back launches (with programmatic dependent launch in some runs of this database, plain in others)';
   if (mode === 'programmatic')
     return 'back-to-back launches with programmatic dependent launch (each kernel starts while the one before drains, as the package launches them)' + chainText(sessions);
-  return sessions.every((s) => s.plainTwins) ? `back-to-back plain launches of each kernel's plain twin below ${PLAIN_TWIN_ROWS_BELOW} rows, of the kernel itself from there on (as the package launches plainly)` : 'back-to-back plain launches';
+  if (!sessions.every((s) => s.plainTwins)) return 'back-to-back plain launches';
+  const compared = sessions.every((s) => s.plainCompared) ? '; finals timed the other one too and kept the faster, which the package then runs there' : '';
+  return `back-to-back plain launches of each kernel's plain twin below ${PLAIN_TWIN_ROWS_BELOW} rows, of the kernel itself from there on (as the package launches plainly)${compared}`;
 }
 
 /** Programmatic runs: how long a final timing's chain of launches was (short graphs can hide a long chain's slowdown). */

@@ -166,7 +166,7 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
     copyGbps,
     ...(runners.length > 1 ? { copyGbpsByGpu: Object.fromEntries(copyByGpu) } : {}),
     launch,
-    ...(twins ? { plainTwins: true } : {}),
+    ...(twins ? { plainTwins: true, plainCompared: true } : {}),
     ...(launch === 'programmatic' && FULL.chainLaunches ? { chainLaunches: FULL.chainLaunches } : {}),
     ...(o.seed ? { seed: { db: basename(o.seed.path), keep: o.seed.keep, problems: seeding.problems } } : {}),
   });
@@ -198,7 +198,9 @@ export async function tune(o: TuneOptions): Promise<TuneOutcome> {
       return db.record({ ...base, status: build.status, ...(build.status === 'COMPILE_ERROR' ? { error: build.log.slice(0, 2000) } : { registers: build.usage.registers }) });
     }
     const timeoutMs = hangTimeoutMs(p, o.timeoutSeconds);
-    const m = await ops(o).measure(runner, p, v, build.cubin, { ...(stage === 'screen' ? SCREEN : finalOptions(p)), timeoutMs, cutoffUs, plainTwin: twins }, device, copyByGpu.get(runner.gpu));
+    // Finals under plain launches time the twin and the kernel itself both: the package runs the faster there.
+    const timing = stage === 'screen' ? SCREEN : { ...finalOptions(p), comparePlain: twins };
+    const m = await ops(o).measure(runner, p, v, build.cubin, { ...timing, timeoutMs, cutoffUs, plainTwin: twins }, device, copyByGpu.get(runner.gpu));
     return db.record({ ...base, ...m, registers: build.usage.registers });
   };
 

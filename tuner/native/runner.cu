@@ -785,8 +785,8 @@ static void read_common(const Json& req, Desc& d) {
 // The request's kernel, with its dynamic shared memory opted in (static plus dynamic may pass
 // the 48 KiB default), and clusters of more than 8 CTAs (non-portable on sm90: CUDA requires
 // the opt-in before such a kernel is queried or launched). On failure the reply is sent and fn is null.
-static CUfunction load_request_kernel(const Json& req, unsigned smem) {
-  Kernel k = load_kernel(req.str("cubin"), req.str("symbol"));
+static CUfunction load_request_kernel(const Json& req, const std::string& symbol, unsigned smem) {
+  Kernel k = load_kernel(req.str("cubin"), symbol);
   if (!k.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(k.error)); return nullptr; }
   if (smem > 0) {
     CUresult r = g_cu.funcSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
@@ -797,6 +797,24 @@ static CUfunction load_request_kernel(const Json& req, unsigned smem) {
     if (r != CUDA_SUCCESS) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("cluster size: " + cu_error(r))); return nullptr; }
   }
   return k.fn;
+}
+
+// The launch of `symbol` the request describes. Persistent kernels loop over rows: as many
+// CTAs as fit on the GPU at once. Clusters must fit inside one GPC, so fewer of them fit than
+// SMs / cluster suggests; a cluster that is not resident from the start would run its rows
+// after the others. On failure the reply is sent and false returned.
+static bool request_launch(const Json& req, const std::string& symbol, Launch* l) {
+  const unsigned smem = (unsigned)req.integer("smem");
+  CUfunction fn = load_request_kernel(req, symbol, smem);
+  if (!fn) return false;
+  *l = Launch{fn, (unsigned)req.integer("grid"), (unsigned)req.integer("block"), smem};
+  if (req.flag("persistent")) {
+    int resident = 0;
+    const CUresult r = resident_ctas(fn, l->block, l->smem, (unsigned)req.integer("cluster", 1), &resident);
+    if (r != CUDA_SUCCESS || resident < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on the GPU")))); return false; }
+    l->grid = std::min(l->grid, (unsigned)resident);
+  }
+  return true;
 }
 
 // Input copies to rotate over when timing, so every timed launch reads from a cold L2: enough
@@ -850,10 +868,10 @@ static std::string time_placements(const Launch& l, const ProblemDesc& d, float 
 // how far grids run ahead: in long chains of short kernels start and after the wait can each
 // be the faster by 10-25% (test/gpu/release-late.md); persistent clusters placed as the
 // previous grid retires can run 3-20% slower than on an empty GPU (test/gpu/release-points.md).
-// Comparing nothing, `release` (default 0) says where it releases them.
-static std::string time_releases(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req) {
+// Comparing nothing, `release` (default 0) says where it releases them. *median_us: the reply's median.
+static std::string time_releases(const Launch& l, const ProblemDesc& d, float eps, size_t copies, const Json& req, double* median_us) {
   const bool late = g_pdl && req.flag("compareRelease"), at_exit = g_pdl && req.flag("compareExit");
-  double best = 0;
+  double& best = *median_us;
   if (!late && !at_exit) return time_placements(l, d, eps, copies, req, (int)req.integer("release", 0), &best);
   std::string body = time_placements(l, d, eps, copies, req, 0, &best), chosen, medians = ",\"releaseStartUs\":" + num(best);
   auto compare = [&](int release, const char* point, const char* field) {
@@ -865,6 +883,29 @@ static std::string time_releases(const Launch& l, const ProblemDesc& d, float ep
   if (late) compare(1, "late", "releaseLateUs");
   if (at_exit) compare(2, "exit", "releaseExitUs");
   return body + chosen + medians;
+}
+
+// Launched plainly, a unit compiled with plain twins may ask for both kernels of a variant
+// (compareSymbol: the twin of the kernel `symbol` names, or the kernel of the twin): the twin
+// saves the kernel's prologue, the kernel's L2 prefetch of its first rows kept some long calls
+// faster (test/gpu/plain-twin-rows.md). The counterpart is verified like the kernel (a wrong
+// one fails the request) and timed as time_releases does; the faster is the reply's, with
+// compared:true where it was the counterpart, both medians beside it (timedUs, comparedUs).
+// False where a reply was sent (the counterpart failed).
+static bool time_counterpart(const Json& req, const ProblemDesc& d, float eps, size_t copies, double timed_us, std::string* timed) {
+  Launch l;
+  if (!request_launch(req, req.str("compareSymbol"), &l)) return false;
+  if (req.flag("verify")) {
+    const std::string v = verify(l, d, eps, req);
+    if (v.rfind("LAUNCH_ERROR:", 0) == 0) { reply("\"status\":\"LAUNCH_ERROR\",\"compared\":true,\"error\":" + quote(v.substr(13))); return false; }
+    const std::string status = v.substr(0, v.find('|'));
+    if (status != "OK") { reply("\"status\":" + quote(status) + "," + v.substr(v.find('|') + 1) + "\"compared\":true,\"verified\":true"); return false; }
+  }
+  double us = 0;
+  const std::string body = time_releases(l, d, eps, copies, req, &us);
+  const std::string medians = ",\"timedUs\":" + num(timed_us) + ",\"comparedUs\":" + num(us);
+  *timed = (us < timed_us ? body + ",\"compared\":true" : *timed) + medians;
+  return true;
 }
 
 static void cmd_run(const Json& req) {
@@ -883,20 +924,8 @@ static void cmd_run(const Json& req) {
           std::to_string(d.rs) + "|" + std::to_string(d.ros) + "|" + std::to_string(d.seed);
   const float eps = (float)req.num("eps", 1e-6);
 
-  const unsigned smem = (unsigned)req.integer("smem");
-  CUfunction fn = load_request_kernel(req, smem);
-  if (!fn) return;
-  Launch l{fn, (unsigned)req.integer("grid"), (unsigned)req.integer("block"), smem};
-
-  // Persistent kernels loop over rows: launch as many CTAs as fit on the GPU at once.
-  // Clusters must fit inside one GPC, so fewer of them fit than SMs / cluster suggests;
-  // a cluster that is not resident from the start would run its rows after the others.
-  if (req.flag("persistent")) {
-    int resident = 0;
-    const CUresult r = resident_ctas(fn, l.block, l.smem, (unsigned)req.integer("cluster", 1), &resident);
-    if (r != CUDA_SUCCESS || resident < 1) { reply("\"status\":\"LAUNCH_ERROR\",\"error\":" + quote("occupancy: " + (r != CUDA_SUCCESS ? cu_error(r) : std::string("no CTA fits on the GPU")))); return; }
-    l.grid = std::min(l.grid, (unsigned)resident);
-  }
+  Launch l;
+  if (!request_launch(req, req.str("symbol"), &l)) return;
 
   // Copies to rotate over so every timed launch starts with a cold L2.
   const size_t xb = dtype_bytes(d.x), rb = dtype_bytes(d.res);
@@ -924,7 +953,12 @@ static void cmd_run(const Json& req) {
     setup_workspace(d, copies);
   }
   const std::string verified = body;
-  if (req.flag("time")) body += time_releases(l, d, eps, copies, req) + ",";
+  if (req.flag("time")) {
+    double us = 0;
+    std::string timed = time_releases(l, d, eps, copies, req, &us);
+    if (!g_pdl && !req.str("compareSymbol").empty() && !time_counterpart(req, d, eps, copies, us, &timed)) return;
+    body += timed + ",";
+  }
   cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) fatal("RUNTIME_ERROR", cudaGetErrorString(e));
   if (req.flag("time") && req.flag("verify")) {
@@ -1358,7 +1392,7 @@ static void cmd_bwd(const Json& req) {
   if (eps != 1e-6f) { reply("\"status\":\"BAD_REQUEST\",\"error\":\"the saved statistics are generated with eps 1e-6\""); return; }
 
   const unsigned smem = (unsigned)req.integer("smem");
-  CUfunction fn = load_request_kernel(req, smem);
+  CUfunction fn = load_request_kernel(req, req.str("symbol"), smem);
   if (!fn) return;
   Kernel kr = load_kernel(req.str("cubin"), req.str("symbol") + "_reduce");
   if (!kr.fn) { reply("\"status\":\"LOAD_ERROR\",\"error\":" + quote(kr.error)); return; }
