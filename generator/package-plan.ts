@@ -3,7 +3,7 @@
 // the kernel files, each compiled only for the archs whose tables use its kernels.
 
 import { sameProblem, type DispatchEntry, type DispatchTable } from '../tuner/dispatch.js';
-import type { ReleasePoint } from '../tuner/measure.js';
+import type { PlainLaunch, ReleasePoint } from '../tuner/measure.js';
 import type { BackwardTable } from './package-bwd.js';
 import type { Arch } from './arch.js';
 import { InputError, specKey, type KernelSpec } from './problem.js';
@@ -12,6 +12,8 @@ import { makeVariant, type Variant } from './variant.js';
 
 /** `NormgenFwdParams::release_at` of each release point (templates/cuda/normgen_params.h). */
 const RELEASE_AT: Record<ReleasePoint | 'start', 0 | 1 | 2> = { start: 0, late: 1, exit: 2 };
+/** `Entry::plain_launch` (templates/package/normgen.cu.hbs): 0 the twin below PLAIN_TWIN_ROWS_BELOW rows, else the kernel; 1 the twin; 2 the kernel. */
+const PLAIN_LAUNCH_CODE: Record<PlainLaunch, 1 | 2> = { twin: 1, kernel: 2 };
 
 /** One device's dispatch table and where it came from. */
 export interface DeviceTable {
@@ -45,6 +47,11 @@ export interface PlainTable {
   /** Problems the plain tune covered, and the lead over the tuned winner each kept one had there (at least). */
   problems: number;
   margin: number;
+  /**
+   * Per tuned problem ("<spec> <hidden> <rows>"), which kernel of the variant plain launches run
+   * there (the kept winner, else the tuned one) the plain tune timed faster, where it timed both.
+   */
+  launches: Map<string, PlainLaunch>;
 }
 
 export interface PlannedEntry {
@@ -57,8 +64,10 @@ export interface PlannedEntry {
   portable: number;
   /** Where `variant` releases the next grid on this problem (DispatchEntry.release): 1 after its wait, 2 at its exit, else 0 at its start. */
   releaseAt: 0 | 1 | 2;
-  /** The variant a plain launch runs (as its plain twin) on this problem: the plain-launch table's winner, else `variant`. */
+  /** The variant a plain launch runs on this problem: the plain-launch table's winner, else `variant`. */
   plain: number;
+  /** Which of `plain`'s kernels a plain launch runs here (PLAIN_LAUNCH_CODE): as the plain tune timed it faster, else 0, by the rows. */
+  plainLaunch: 0 | 1 | 2;
 }
 
 export interface KernelFile {
@@ -119,7 +128,10 @@ export function planPackage(tables: DeviceTable[]): Plan {
         const portable = e.portable ? rendered(e.portable.variantId, e.portable.params, e.portable.registers) : variant;
         const p = plainEntry(t, e);
         const plain = p ? rendered(p.variantId, p.params, p.registers) : variant;
-        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseAt: RELEASE_AT[e.release ?? 'start'], plain });
+        // A table tuned under plain launches only (before sm90) knows its own winners' faster kernel.
+        const launch = t.plain ? t.plain.launches.get(`${e.spec} ${e.hidden} ${e.rows}`) : e.plainLaunch;
+        const plainLaunch = launch ? PLAIN_LAUNCH_CODE[launch] : 0;
+        plan.entries.push({ table, spec: plan.specs.length, hidden: e.hidden, rows: e.rows, variant, portable, releaseAt: RELEASE_AT[e.release ?? 'start'], plain, plainLaunch });
       }
     });
     plan.specs.push({ key, spec, generic: add(makeVariant(spec, GENERIC_PARAMS), archs) });

@@ -7,7 +7,7 @@
 import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic, prepareOutputDir } from './files.js';
-import { archSetName, cmakeArchitectures, gencodeFlags, planPackage, type DeviceTable, type Plan } from './package-plan.js';
+import { archSetName, cmakeArchitectures, gencodeFlags, planPackage, type DeviceTable, type Plan, type PlainTable } from './package-plan.js';
 import type { Arch } from './arch.js';
 import { emitTypeScript } from './package-ts.js';
 import { emitWebGpu, planWgsl, type WgslDeviceTable } from './package-wgsl.js';
@@ -124,12 +124,19 @@ function measuredBackward(tables: DeviceTable[], single: boolean): string {
 function plainTableNotes(p: Plan, tables: DeviceTable[]) {
   return tables.flatMap((t, i) =>
     t.plain
-      ? [{ device: t.device, db: t.plain.dbFile, tunedOn: t.plain.tunedOn, problems: t.plain.problems, marginPct: (100 * t.plain.margin).toFixed(0), others: p.entries.filter((e) => e.table === i && e.plain !== e.variant).length }]
+      ? [{
+          device: t.device, db: t.plain.dbFile, tunedOn: t.plain.tunedOn, problems: t.plain.problems, marginPct: (100 * t.plain.margin).toFixed(0),
+          others: p.entries.filter((e) => e.table === i && e.plain !== e.variant).length,
+          launches: t.plain.launches.size, kernels: [...t.plain.launches.values()].filter((l) => l === 'kernel').length,
+        }]
       : [],
   );
 }
 
 /** A dispatch table as dispatch.json holds it: its tolerances, regret and entries. */
+/** Per tuned problem, which kernel plain launches run where the plain tune timed both (absent: by the rows). */
+const plainLaunchesJson = (t: PlainTable) => (t.launches.size ? { launches: Object.fromEntries(t.launches) } : {});
+
 function tableJson(table: DispatchTable<object>) {
   return { tolerance: table.tolerance, largeTolerance: table.largeTolerance, maxRegret: table.maxRegret, entries: table.entries.map(({ kernelSpec, ...e }) => e) };
 }
@@ -205,7 +212,7 @@ export function emitPackage(src: PackageSource, out: string): { files: string[];
       computeCapability: t.arch.cc,
       db: t.dbFile,
       ...tableJson(t.table),
-      ...(t.plain ? { plain: { db: t.plain.dbFile, ...tableJson(t.plain.table) } } : {}),
+      ...(t.plain ? { plain: { db: t.plain.dbFile, ...tableJson(t.plain.table), ...plainLaunchesJson(t.plain) } } : {}),
       ...(t.backward ? { backward: { db: t.backward.dbFile, ...tableJson(t.backward.table) } } : {}),
     })),
     ...(wgslTables.length

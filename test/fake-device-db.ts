@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { readDbText, type DbHeader, type DbLine, type DbResult } from '../tuner/db.js';
 import type { DeviceId } from '../tuner/device.js';
+import type { PlainLaunch } from '../tuner/measure.js';
 
 export interface FakeDevice {
   device: Partial<DeviceId>;
@@ -12,11 +13,18 @@ export interface FakeDevice {
   /** Scale each variant's times by a factor in [1 - spread, 1 + spread] (0: unchanged). */
   spread?: number;
   keep?: (r: DbResult) => boolean;
-  /** Sessions timed so (plain: as `tune` under NORMGEN_PDL=0 records them, the plain twins timed). */
+  /**
+   * Sessions timed so (plain: as `tune` under NORMGEN_PDL=0 records them, the plain twins timed,
+   * and each final's twin and kernel both: the faster, made up per variant and problem, as plainLaunch).
+   */
   launch?: 'programmatic' | 'plain';
 }
 
-const factor = (variantId: string, spread: number) => 1 - spread + (2 * spread * createHash('sha256').update(variantId).digest().readUInt32BE(0)) / 2 ** 32;
+/** The made-up faster kernel of a plain final (the other one 5% slower). */
+const fakePlainLaunch = (r: DbResult): PlainLaunch => (hashOf(`${r.problemKey} ${r.variantId}`) % 3 === 0 ? 'kernel' : 'twin');
+
+const hashOf = (text: string) => createHash('sha256').update(text).digest().readUInt32BE(0);
+const factor = (variantId: string, spread: number) => 1 - spread + (2 * spread * hashOf(variantId)) / 2 ** 32;
 
 export function fakeDeviceDb(source: string, target: string, o: FakeDevice): void {
   const lines = readDbText(source).trim().split('\n').map((l) => JSON.parse(l) as DbLine);
@@ -35,11 +43,15 @@ export function fakeDeviceDb(source: string, target: string, o: FakeDevice): voi
         if (r.maxUs !== undefined) r.maxUs *= f;
         if (r.gbps !== undefined) r.gbps /= f;
         if (r.fractionOfCopy !== undefined) r.fractionOfCopy /= f;
+        if (o.launch === 'plain' && r.stage === 'final' && r.status === 'OK') {
+          r.plainLaunch = fakePlainLaunch(r);
+          [r.twinUs, r.kernelUs] = r.plainLaunch === 'twin' ? [r.medianUs, r.medianUs * 1.05] : [r.medianUs * 1.05, r.medianUs];
+        }
       }
       out.push(r);
     } else if (line.kind === 'session' && o.launch) {
       const { chainLaunches: _, ...session } = line;
-      out.push(o.launch === 'plain' ? { ...session, launch: 'plain', plainTwins: true } : { ...line, launch: 'programmatic' });
+      out.push(o.launch === 'plain' ? { ...session, launch: 'plain', plainTwins: true, plainCompared: true } : { ...line, launch: 'programmatic' });
     } else out.push(line);
   }
   writeFileSync(target, out.map((l) => JSON.stringify(l)).join('\n') + '\n');

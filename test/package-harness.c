@@ -6,7 +6,8 @@
  *                                      one normgen_table_for picks for that GPU, else the current device's
  *                                      (one process for many lookups: each start initializes CUDA)
  *   harness select-plain            -> the same for plain launches (normgen_select_plain_in, on that
- *                                      table or the current device's)
+ *                                      table or the current device's), and a fourth field: 1 where
+ *                                      that variant runs as its plain twin (normgen_plain_twin_in)
  *   harness select-bwd              -> the same for backward calls (normgen_select_backward_in), lines
  *                                      OP DTYPE HIDDEN ROWS STRIDE ALIGN_BYTES [DEVICE CC] (saved statistics
  *                                      not given; packages with a backward only)
@@ -58,7 +59,8 @@ static void select_one(int n, char** f) {
   int path = -1;
   const int table = n == 9 ? normgen_table_for(f[7], atoi(f[8])) : normgen_current_table();
   const int v = g_plain ? normgen_select_plain_in(&d, table, &path) : n == 9 ? normgen_select_in(&d, table, &path) : normgen_select(&d, &path);
-  printf("%d %d %d\n", v, path, table);
+  if (g_plain) printf("%d %d %d %d\n", v, path, table, normgen_plain_twin_in(&d, table));
+  else printf("%d %d %d\n", v, path, table);
 }
 
 #ifdef NORMGEN_HAS_BACKWARD

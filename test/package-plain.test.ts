@@ -13,6 +13,7 @@ import { buildDispatchTable, plainLaunchEntries } from '../tuner/dispatch.js';
 import { fakeDeviceDb } from './fake-device-db.js';
 import { buildTestPackage, SELECT_PATHS } from './test-package.js';
 import { CLI, DB } from './paths.js';
+import { PLAIN_TWIN_ROWS_BELOW } from '../generator/render-cuda.js';
 
 const tmp = (p: string) => mkdtempSync(join(tmpdir(), p));
 const work = tmp('normgen-plain-');
@@ -59,7 +60,30 @@ test('launched plainly, C and TypeScript pick the plain winner where there is on
   assert.is(others, table.plain.entries.length);
   // Untuned sizes take the nearest entry's kernel either way.
   const untuned = [{ op: 'rmsnorm', dtype: 'bf16', residual: 'none', hidden: 3000, rows: 100, device }];
-  assert.equal(pkg.selectAllPlainC(untuned), pkg.selectAllC(untuned));
+  const { twin: _, ...plainUntuned } = pkg.selectAllPlainC(untuned)[0];
+  assert.equal(plainUntuned, pkg.selectAllC(untuned)[0]);
+});
+
+test('launched plainly, a tuned shape runs the twin or the kernel itself, whichever the plain tune timed faster there; other shapes by the rows', () => {
+  const [table] = dispatch.tables;
+  const device = { name: 'NVIDIA H200', cc: 90 };
+  const queries = table.entries.map((e: { hidden: number; rows: number }) => ({ op: 'rmsnorm', dtype: 'bf16', residual: 'none', hidden: e.hidden, rows: e.rows, device }));
+  const plain = pkg.selectAllPlainC(queries);
+  const results = TuningDb.read(plainDb).results;
+  const seen = new Set<number>();
+  table.entries.forEach((e: { hidden: number; rows: number }, i: number) => {
+    const id = pkg.mod.VARIANTS[plain[i].variant].symbol.replace(/^normgen_rmsnorm_fwd_/, '');
+    // The fastest final of that variant on the problem in the plain tune, which timed both kernels.
+    const finals = results.filter((r) => r.problem.hidden === e.hidden && r.problem.rows === e.rows && r.variantId === id && r.plainLaunch);
+    const fastest = finals.sort((a, b) => a.medianUs! - b.medianUs!)[0];
+    const want = fastest ? Number(fastest.plainLaunch === 'twin') : Number(e.rows < PLAIN_TWIN_ROWS_BELOW);
+    assert.is(plain[i].twin, want, `h${e.hidden} r${e.rows}: ${fastest?.plainLaunch ?? 'by the rows'}`);
+    assert.is(table.plain.launches[`rmsnorm.bf16.w-same ${e.hidden} ${e.rows}`], fastest?.plainLaunch);
+    seen.add(want);
+  });
+  assert.equal([...seen].sort(), [0, 1], 'the made-up plain tune has shapes of either kind');
+  const untuned = [100, PLAIN_TWIN_ROWS_BELOW - 1, PLAIN_TWIN_ROWS_BELOW, 40000].map((rows) => ({ op: 'rmsnorm', dtype: 'bf16', residual: 'none', hidden: 3000, rows, device }));
+  assert.equal(pkg.selectAllPlainC(untuned).map((a) => a.twin), [1, 1, 0, 0]);
 });
 
 test('a plain-launch database alone is its GPU\'s table; two of one GPU are refused', () => {

@@ -104,8 +104,8 @@ export async function loadBuiltPackage(dir: string) {
     const out = execFileSync(harness, [mode], { encoding: 'utf8', env, input, maxBuffer: 64 << 20 }).trim().split('\n');
     if (out.length !== lines.length) throw new Error(`harness ${mode}: ${out.length} answers to ${lines.length} queries`);
     return out.map((l) => {
-      const [variant, path, table] = l.split(' ').map(Number);
-      return { variant, path, table };
+      const [variant, path, table, twin] = l.split(' ').map(Number);
+      return { variant, path, table, ...(twin === undefined ? {} : { twin }) };
     });
   };
   const where = (q: SelectQuery) => [q.stride ?? q.hidden, q.alignBytes ?? 16, ...(q.device ? [q.device.name, q.device.cc] : [])];
@@ -113,7 +113,7 @@ export async function loadBuiltPackage(dir: string) {
   const selectLines = (queries: SelectQuery[]) => queries.map((q) => [q.op, q.dtype, q.residual, q.hidden, q.rows, ...where(q)]);
   const selectAllC = (queries: SelectQuery[], env = process.env) => answers('select', selectLines(queries), env);
   const selectC = (q: SelectQuery, env = process.env) => selectAllC([q], env)[0];
-  /** The C library's choices for plain launches (normgen_select_plain_in). */
+  /** The C library's choices for plain launches (normgen_select_plain_in), and twin: 1 where it runs as its plain twin (normgen_plain_twin_in). */
   const selectAllPlainC = (queries: SelectQuery[]) => answers('select-plain', selectLines(queries), process.env);
   /** The same for backward calls (normgen_select_backward_in; saved statistics not given, no residual): index into BWD_VARIANTS. */
   const selectAllBwdC = (queries: Omit<SelectQuery, 'residual'>[], env = process.env) =>

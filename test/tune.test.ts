@@ -258,10 +258,10 @@ test('finals of short problems are timed releasing the next grid at the start an
   assert.is(entry.release, 'late');
   const tables = [{ device: 'Fake GPU', arch: parseArch('sm90'), dbFile: 'db.jsonl', tunedTemplateHash: templateHash('cuda'), tunedOn: '', table: buildDispatchTable(late.db), measured: '' }];
   assert.equal(planPackage(tables).entries.map((e) => e.releaseAt), [1]);
-  // The launcher's table entry carries it: { spec, hidden, rows, variant, portable, release_at }.
+  // The launcher's table entry carries it: { spec, hidden, rows, variant, portable, release_at, plain, plain_launch }.
   const pkg = mkdtempSync(join(tmpdir(), 'normgen-pkg-'));
   emitPackage({ name: 'normgen-test', tables }, pkg);
-  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 1, 0 \},/);
+  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 1, 0, 0 \},/);
   assert.match(tuneReport(late.db, 1, 0), /timed twice, the next grid released at the kernel's start and after its wait, and keep the faster: \d+ timings, 1 faster released after the wait \(1 by over 2%/);
 
   const slower = await run(3);  // slower released late: timed so, but launched releasing at the start
@@ -308,7 +308,7 @@ test('finals of persistent clustered kernels are also timed releasing at their e
   assert.equal(planPackage(tables).entries.map((e) => e.releaseAt), [2]);
   const pkg = mkdtempSync(join(tmpdir(), 'normgen-pkg-'));
   emitPackage({ name: 'normgen-test', tables }, pkg);
-  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 2, 0 \},/);
+  assert.match(readFileSync(join(pkg, 'src/normgen.cu'), 'utf8'), /\{ 0, 1024, 8, 0, 0, 2, 0, 0 \},/);
   assert.match(tuneReport(db, 1, 0), /also timed releasing the next grid only at their exit: 1 timing, 1 fastest so \(1 by over 2% against the start\)/);
 });
 

@@ -8,7 +8,7 @@ import { capacity, GENERIC_PARAMS, type CudaParams } from '../generator/space.js
 import type { BwdParams } from '../generator/space-bwd.js';
 import type { AnyDbHeader, DbHeader, DbResult, TuningDb } from './db.js';
 import type { AnyParams } from './direction.js';
-import type { ReleasePoint } from './measure.js';
+import type { PlainLaunch, ReleasePoint } from './measure.js';
 import { LARGE_PROBLEM_ELEMENTS } from './tune-report.js';
 
 /** One tuned problem's choice. P: the backend's parameters (CUDA forward by default, CUDA backward, or WGSL); a table holds one direction. */
@@ -37,6 +37,8 @@ export interface DispatchEntry<P extends object = CudaParams> {
    * on this tuned problem. Absent: at its start.
    */
   release?: ReleasePoint;
+  /** Where a plain tune's final timed the winner's twin and kernel both: the faster, which plain launches run. */
+  plainLaunch?: PlainLaunch;
 }
 
 export interface DispatchTable<P extends object = CudaParams> {
@@ -190,6 +192,7 @@ export function buildDispatchTable<P extends object>(db: TuningDb<P, AnyDbHeader
       regret: r.medianUs! / best.get(r.problemKey)! - 1,
       ...(q ? { portable: { variantId: q.variantId, params: q.params, medianUs: q.medianUs!, ...registersOf(q) } } : {}),
       ...(r.release ? { release: r.release } : {}),
+      ...(r.plainLaunch ? { plainLaunch: r.plainLaunch } : {}),
       ...registersOf(r),
     };
   });
@@ -235,13 +238,40 @@ export function plainLaunchEntries<E extends DispatchEntry<object>>(
       const key = `${r.problemKey} ${r.variantId}`;
       bestTime.set(key, Math.min(r.medianUs, bestTime.get(key) ?? Infinity));
     }
-  const problemOf = new Map(plainDb.results.map((r) => [`${specKey(r.problem)} ${r.problem.hidden} ${r.problem.rows}`, r.problemKey]));
+  const problemOf = new Map(plainDb.results.map((r) => [problemOfResult(r), r.problemKey]));
   return plain.entries.filter((e) => {
     const t = tuned.entries.find((x) => sameProblem(x, e));
     const theirs = t && bestTime.get(`${problemOf.get(`${e.spec} ${e.hidden} ${e.rows}`)} ${t.variantId}`);
     return theirs !== undefined && theirs > e.medianUs * (1 + margin);
   });
 }
+
+/**
+ * Which of its two kernels each of `runs` (a variant on a tuned problem) ran faster as in the
+ * plain tune's finals that timed its twin and the kernel itself both (plainLaunch), keyed by
+ * the problem ("<spec> <hidden> <rows>"): the fastest such result's. Problems without one
+ * (a variant timed in screenings only, a database from before the comparison) are absent.
+ */
+export function plainLaunchKinds(
+  plainDb: { results: readonly DbResult<object>[] },
+  runs: readonly Pick<DispatchEntry<object>, 'spec' | 'hidden' | 'rows' | 'variantId'>[],
+): Map<string, PlainLaunch> {
+  const fastest = new Map<string, DbResult<object>>(); // "<problem> <variant id>" -> fastest compared result
+  for (const r of plainDb.results) {
+    if (r.status !== 'OK' || r.plainLaunch === undefined || typeof r.medianUs !== 'number') continue;
+    const key = `${problemOfResult(r)} ${r.variantId}`;
+    const had = fastest.get(key);
+    if (!had || r.medianUs < had.medianUs!) fastest.set(key, r);
+  }
+  const kinds = new Map<string, PlainLaunch>();
+  for (const e of runs) {
+    const r = fastest.get(`${e.spec} ${e.hidden} ${e.rows} ${e.variantId}`);
+    if (r) kinds.set(`${e.spec} ${e.hidden} ${e.rows}`, r.plainLaunch!);
+  }
+  return kinds;
+}
+
+const problemOfResult = (r: DbResult<object>) => `${specKey(r.problem)} ${r.problem.hidden} ${r.problem.rows}`;
 
 const registersOf = (r: { registers?: number }) => (typeof r.registers === 'number' ? { registers: r.registers } : {});
 

@@ -11,7 +11,7 @@ import { adapterName } from '../../tuner/wgsl/adapter.js';
 import { InputError, isBackward } from '../../generator/problem.js';
 import type { WgslParams } from '../../generator/space-wgsl.js';
 import { deviceKey, launchOf, TuningDb, type WgslDbHeader } from '../../tuner/db.js';
-import { buildDispatchTable, DEFAULT_LARGE_TOLERANCE, DEFAULT_PLAIN_MARGIN, plainLaunchEntries, type DispatchOptions } from '../../tuner/dispatch.js';
+import { buildDispatchTable, DEFAULT_LARGE_TOLERANCE, DEFAULT_PLAIN_MARGIN, plainLaunchEntries, plainLaunchKinds, sameProblem, type DispatchOptions } from '../../tuner/dispatch.js';
 import { namedWinnerRow, WGSL_NAMING, WINNER_HEADER, winnerRow, winners } from '../../tuner/select.js';
 import { expandDbPaths } from '../db-paths.js';
 import { formatTable } from '../table.js';
@@ -64,7 +64,11 @@ function plainTable(db: TuningDb, options: DispatchOptions, tuned: DeviceTable, 
   const entries = plainLaunchEntries(db, table, tuned.table, margin);
   console.log(`${dbFile}: plain launches run ${entries.length} of its ${table.entries.length} winners, where each beat ${tuned.dbFile}'s winner there by more than ${(100 * margin).toFixed(1)}%`);
   const kept = { ...table, entries, variants: new Set(entries.map((e) => e.variantId)).size, maxRegret: Math.max(0, ...entries.map((e) => e.regret)) };
-  return { dbFile, tunedTemplateHash, tunedOn, table: kept, problems: table.entries.length, margin };
+  // Which kernel of what plain launches run on each tuned problem: the kept winner, else the tuned one.
+  const runs = tuned.table.entries.map((e) => entries.find((x) => sameProblem(x, e)) ?? e);
+  const launches = plainLaunchKinds(db, runs);
+  if (launches.size) console.log(`${dbFile}: on ${launches.size} of ${runs.length} tuned problems plain launches run the kernel or twin that timed faster there (the kernel itself on ${[...launches.values()].filter((l) => l === 'kernel').length})`);
+  return { dbFile, tunedTemplateHash, tunedOn, table: kept, problems: table.entries.length, margin, launches };
 }
 
 function wgslTable(db: WgslDb, options: DispatchOptions): WgslDeviceTable {

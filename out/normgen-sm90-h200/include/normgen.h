@@ -56,6 +56,9 @@ int normgen_current_table(void);              /* the current device's table; 0 w
  * the tuned problems it has their own winners there. */
 int normgen_select_in(const normgen_fwd_desc* desc, int table, int* path);
 int normgen_select_plain_in(const normgen_fwd_desc* desc, int table, int* path);
+/* Launched plainly, whether that variant runs as its plain twin (1: without the
+ * programmatic-launch prologue) or as the kernel itself (0); -1 where the descriptor is refused. */
+int normgen_plain_twin_in(const normgen_fwd_desc* desc, int table);
 
 /* A sentence about the last error of this thread. */
 const char* normgen_last_error(void);
