@@ -191,4 +191,17 @@ test('build, check and merge refuse a result whose release point this normgen do
   assert.is(withRelease('exit')().results[0].release, 'exit');
 });
 
+test('build, check and merge refuse a result whose plain-launch kernel this normgen does not know', () => {
+  const committed = TuningDb.read(DB);
+  const ok = committed.results.find((r) => r.status === 'OK')!;
+  const withPlainLaunch = (plainLaunch: unknown) => {
+    const path = tmp();
+    const lines = [committed.header, ...committed.sessions.filter((s) => s.session === ok.session), { ...ok, plainLaunch }];
+    writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    return () => TuningDb.readChecked(path);
+  };
+  assert.throws(withPlainLaunch('both'), (e: Error) => e instanceof DbError && /has plainLaunch "both" \(expected twin or kernel, or none\)/.test(e.message));
+  assert.is(withPlainLaunch('kernel')().results[0].plainLaunch, 'kernel');
+});
+
 test.run();
