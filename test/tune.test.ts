@@ -105,6 +105,12 @@ test('under plain launches the plain twins are timed below PLAIN_TWIN_ROWS_BELOW
       assert.is(r.medianUs, Math.min(r.twinUs!, r.kernelUs!));
       assert.is(r.twinUs! > r.kernelUs!, slowTwin);
     }
+    const kernels = db.results.filter((r) => r.plainLaunch === 'kernel').length;
+    const slowTwins = db.results.filter((r) => r.variantId === baseline.id).length;
+    assert.match(
+      tuneReport(db, 0, 0),
+      `${db.results.length} timings, the twin faster in ${db.results.length - kernels} (0 by over 2%), the kernel itself in ${kernels} (${slowTwins} by over 2%).`,
+    );
   } finally {
     for (const [name, value] of [['NORMGEN_PDL', saved.pdl], ['FAKE_LOG', saved.log], ['FAKE_SCALE', saved.scale]] as const) {
       if (value === undefined) delete process.env[name];

@@ -100,6 +100,7 @@ export function tuneReport(db: TuningDb, seconds: number, restarts: number): str
     'over rotating input copies (cold L2); every timed variant was verified on the same problem.',
     ...aliasedLine(db),
     ...releaseLine(db),
+    ...plainLaunchLine(db),
     '',
     '```',
     formatTable(WINNER_HEADER, ws.map(winnerRow)),
@@ -134,6 +135,18 @@ function aliasedLine(db: TuningDb): string[] {
   return [
     `Kernels that re-read rows from L1 (reload, no residual) were timed in their finals twice, weight and bias as allocated and aliased ` +
       `(${AFFINE_ALIAS_BYTES / 1024} KiB apart, in L1 sets of x's rows), and keep the slower time: ${both.length} timing${both.length === 1 ? '' : 's'}, ${slowed} of them over 2% slower aliased.`,
+  ];
+}
+
+/** Under plain launches: how many finals timed the twin and the kernel itself both, and how often and by how much each won. */
+function plainLaunchLine(db: TuningDb): string[] {
+  const both = db.results.filter((r) => r.twinUs !== undefined && r.kernelUs !== undefined);
+  if (both.length === 0) return [];
+  const kernel = both.filter((r) => r.plainLaunch === 'kernel').length;
+  const clearly = (a: 'twinUs' | 'kernelUs', b: 'twinUs' | 'kernelUs') => both.filter((r) => r[a]! < 0.98 * r[b]!).length;
+  return [
+    `Finals launched plainly were timed as the kernel's plain twin and as the kernel itself, and keep the faster: ${both.length} timing${both.length === 1 ? '' : 's'}, ` +
+      `the twin faster in ${both.length - kernel} (${clearly('twinUs', 'kernelUs')} by over 2%), the kernel itself in ${kernel} (${clearly('kernelUs', 'twinUs')} by over 2%).`,
   ];
 }
 
