@@ -162,15 +162,18 @@ test('a database from before 2026-12-04, which wrote the release point as two fl
   assert.ok(loaded.every((r) => !('releaseLate' in r) && !('releaseAtExit' in r)), 'the old flags are gone');
 });
 
+/** A database of `db`'s header and one result (with its session), read as build, check and merge read it (checked), when called. */
+function checkedAlone<R extends { session: number }>(db: TuningDb, result: R) {
+  const path = tmp();
+  const lines = [db.header, ...db.sessions.filter((s) => s.session === result.session), result];
+  writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  return () => TuningDb.readChecked(path);
+}
+
 test('build, check and merge refuse a result whose register cap the launch bounds cannot take (a clear error, not one from nvcc)', () => {
   const committed = TuningDb.read(DB);
   const capped = committed.results.find((r) => fwdParams(r).registerCap === 1536)!;
-  const withCap = (params: object) => {
-    const path = tmp();
-    const lines = [committed.header, ...committed.sessions.filter((s) => s.session === capped.session), { ...capped, params }];
-    writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
-    return () => TuningDb.readChecked(path);
-  };
+  const withCap = (params: object) => checkedAlone(committed, { ...capped, params });
   assert.throws(withCap({ ...capped.params, registerCap: 1280 }), (e: Error) => e instanceof DbError && /registerCap 1280 .*1024 or 1536/.test(e.message));
   assert.throws(withCap({ ...capped.params, registerCap: 1536, threads: 1024 }), (e: Error) => e instanceof DbError && /1536 for CTAs of 1024 threads/.test(e.message));
   assert.throws(withCap({ ...capped.params, registerCap: '1536' }), (e: Error) => e instanceof DbError && /registerCap "1536"/.test(e.message));
@@ -180,12 +183,7 @@ test('build, check and merge refuse a result whose register cap the launch bound
 test('build, check and merge refuse a result whose release point this normgen does not know', () => {
   const committed = TuningDb.read(DB);
   const late = committed.results.find((r) => r.release === 'late')!;
-  const withRelease = (release: unknown) => {
-    const path = tmp();
-    const lines = [committed.header, ...committed.sessions.filter((s) => s.session === late.session), { ...late, release }];
-    writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
-    return () => TuningDb.readChecked(path);
-  };
+  const withRelease = (release: unknown) => checkedAlone(committed, { ...late, release });
   assert.throws(withRelease('early'), (e: Error) => e instanceof DbError && /has release "early" \(expected late or exit, or none: at the start\)/.test(e.message));
   assert.throws(withRelease(1), (e: Error) => e instanceof DbError && /has release 1 /.test(e.message));
   assert.is(withRelease('exit')().results[0].release, 'exit');
@@ -194,12 +192,7 @@ test('build, check and merge refuse a result whose release point this normgen do
 test('build, check and merge refuse a result whose plain-launch kernel this normgen does not know', () => {
   const committed = TuningDb.read(DB);
   const ok = committed.results.find((r) => r.status === 'OK')!;
-  const withPlainLaunch = (plainLaunch: unknown) => {
-    const path = tmp();
-    const lines = [committed.header, ...committed.sessions.filter((s) => s.session === ok.session), { ...ok, plainLaunch }];
-    writeFileSync(path, lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
-    return () => TuningDb.readChecked(path);
-  };
+  const withPlainLaunch = (plainLaunch: unknown) => checkedAlone(committed, { ...ok, plainLaunch });
   assert.throws(withPlainLaunch('both'), (e: Error) => e instanceof DbError && /has plainLaunch "both" \(expected twin or kernel, or none\)/.test(e.message));
   assert.is(withPlainLaunch('kernel')().results[0].plainLaunch, 'kernel');
 });
