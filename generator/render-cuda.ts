@@ -76,8 +76,11 @@ export function renderPackageUnit(spec: KernelSpec, variants: Variant[], tunedRe
  */
 export const PLAIN_TWIN_ROWS_BELOW = 8192;
 
+/** A kernel's plain twin's name (templates/package/plain_twins.cu.hbs). */
+export const twinSymbol = (symbol: string) => `${symbol}_plain`;
+
 /** The kernel a variant runs as on `rows` rows: its plain twin where launched plainly from a unit with twins, below PLAIN_TWIN_ROWS_BELOW rows. */
-export const timedSymbol = (v: { symbol: string }, plainTwin = false, rows = 0) => (plainTwin && rows < PLAIN_TWIN_ROWS_BELOW ? `${v.symbol}_plain` : v.symbol);
+export const timedSymbol = (v: { symbol: string }, plainTwin = false, rows = 0) => (plainTwin && rows < PLAIN_TWIN_ROWS_BELOW ? twinSymbol(v.symbol) : v.symbol);
 
 /** File name of a compile unit: readable, and unique per spec and variant set. */
 export function unitFileName(spec: KernelSpec, variants: readonly unknown[], tag = ''): string {

@@ -4,7 +4,7 @@
 import { biasDType, bytesMoved, residualDType, weightDType, type Problem } from '../generator/problem.js';
 import { OUTPUT_TOLERANCE, STATS_TOLERANCE } from '../generator/tolerance.js';
 import { launchGeometry, type Variant } from '../generator/variant.js';
-import { timedSymbol } from '../generator/render-cuda.js';
+import { timedSymbol, twinSymbol } from '../generator/render-cuda.js';
 import type { Runner, RunnerReply } from './runner.js';
 
 export const EPS = 1e-6;
@@ -163,14 +163,13 @@ export function runRequest(problem: Problem, v: Variant, cubin: string, o: RunOp
 export type PlainLaunch = 'twin' | 'kernel';
 export const PLAIN_LAUNCHES: readonly PlainLaunch[] = ['twin', 'kernel'];
 
-const isTwin = (symbol: string) => symbol.endsWith('_plain');
 /** The kernel of a variant that timedSymbol does not pick on `rows` rows (plain launches, twins compiled). */
-const counterpart = (v: Variant, rows: number) => (isTwin(timedSymbol(v, true, rows)) ? v.symbol : `${v.symbol}_plain`);
+const counterpart = (v: Variant, rows: number) => (timedSymbol(v, true, rows) === v.symbol ? twinSymbol(v.symbol) : v.symbol);
 
 /** The comparison of a variant's twin and kernel, where the runner made one (comparePlain). */
-function plainComparison(request: Record<string, unknown>, reply: RunnerReply): Partial<Measurement> {
+function plainComparison(request: Record<string, unknown>, v: Variant, reply: RunnerReply): Partial<Measurement> {
   if (typeof reply.timedUs !== 'number' || typeof reply.comparedUs !== 'number') return {};
-  const timedTwin = isTwin(String(request.symbol));
+  const timedTwin = request.symbol === twinSymbol(v.symbol);
   const [twinUs, kernelUs] = timedTwin ? [reply.timedUs, reply.comparedUs] : [reply.comparedUs, reply.timedUs];
   return { twinUs, kernelUs, plainLaunch: timedTwin !== (reply.compared === true) ? 'twin' : 'kernel' };
 }
@@ -256,7 +255,7 @@ export function toMeasurement(problem: Problem, reply: RunnerReply, copyGbps?: n
 export async function measure(runner: Runner, problem: Problem, v: Variant, cubin: string, o: RunOptions, copyGbps?: number): Promise<Measurement> {
   const request = runRequest(problem, v, cubin, o);
   const reply = await runner.request(request, o.timeoutMs ?? 120_000);
-  const m = { ...toMeasurement(problem, reply, copyGbps), ...plainComparison(request, reply) };
+  const m = { ...toMeasurement(problem, reply, copyGbps), ...plainComparison(request, v, reply) };
   // A twin or kernel that failed where the other passed: say which one.
   if (reply.compared === true && m.status !== 'OK') m.error = `${String(request.compareSymbol)}: ${m.error ?? m.status}`;
   return m;
