@@ -890,9 +890,10 @@ static std::string time_releases(const Launch& l, const ProblemDesc& d, float ep
 // saves the kernel's prologue, the kernel's L2 prefetch of its first rows kept some long calls
 // faster (test/gpu/plain-twin-rows.md). The counterpart is verified like the kernel (a wrong
 // one fails the request) and timed as time_releases does; the faster is the reply's, with
-// compared:true where it was the counterpart, both medians beside it (timedUs, comparedUs).
+// compared:true where it was the counterpart, both medians beside it (timedUs, comparedUs);
+// `winner` becomes the counterpart's launch where it won (its grid is the reply's).
 // False where a reply was sent (the counterpart failed).
-static bool time_counterpart(const Json& req, const ProblemDesc& d, float eps, size_t copies, double timed_us, std::string* timed) {
+static bool time_counterpart(const Json& req, const ProblemDesc& d, float eps, size_t copies, double timed_us, std::string* timed, Launch* winner) {
   Launch l;
   if (!request_launch(req, req.str("compareSymbol"), &l)) return false;
   if (req.flag("verify")) {
@@ -904,7 +905,8 @@ static bool time_counterpart(const Json& req, const ProblemDesc& d, float eps, s
   double us = 0;
   const std::string body = time_releases(l, d, eps, copies, req, &us);
   const std::string medians = ",\"timedUs\":" + num(timed_us) + ",\"comparedUs\":" + num(us);
-  *timed = (us < timed_us ? body + ",\"compared\":true" : *timed) + medians;
+  if (us < timed_us) { *timed = body + ",\"compared\":true"; *winner = l; }
+  *timed += medians;
   return true;
 }
 
@@ -956,7 +958,7 @@ static void cmd_run(const Json& req) {
   if (req.flag("time")) {
     double us = 0;
     std::string timed = time_releases(l, d, eps, copies, req, &us);
-    if (!g_pdl && !req.str("compareSymbol").empty() && !time_counterpart(req, d, eps, copies, us, &timed)) return;
+    if (!g_pdl && !req.str("compareSymbol").empty() && !time_counterpart(req, d, eps, copies, us, &timed, &l)) return;
     body += timed + ",";
   }
   cudaError_t e = cudaDeviceSynchronize();
