@@ -763,7 +763,7 @@ static std::string time_kernel(const Launch& l, const ProblemDesc& d, float eps,
   // The graph fixes the problem, the copies, eps and the cluster shape (a kernel attribute the
   // node may carry); every node's buffers are set again on reuse. freshGraph asks for a graph
   // of its own, and plain launches always get one: in graphs retargeted from the kernel before,
-  // plain tunes timed 32-row kernels 0.2-0.35 us (10-15%) slower than in fresh ones, all but
+  // plain tunes timed 32-row kernels 0.3-0.37 us (14-18%) slower than in fresh ones, all but
   // the first final of each problem, which then won (test/gpu/plain-fresh-graphs.md).
   const GraphReuse reuse{d.key + "|" + num(eps) + "|" + std::to_string(cluster), l.fn, l.grid, l.block, l.smem, &ps};
   return time_launches(ps.size(), [&](size_t i, cudaStream_t s) { return launch(l, ps[i], s, g_pdl); }, req,
