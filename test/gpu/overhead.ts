@@ -5,6 +5,7 @@
 // graph capture and instantiation) and the round trip. Screening and finals run twice: each
 // variant's graph retargeted from the one before (as a tune runs) and captured afresh; each
 // variant's median against its fresh-graph median shows the reuse times the right kernel.
+// Under NORMGEN_PDL=0 the runner never retargets (test/gpu/plain-fresh-graphs.md): both are fresh.
 // node dist/test/gpu/overhead.js [--variants N] [--shapes ROWSxHIDDEN,...] [--log FILE] [--busy N]
 //   --busy N: N processes spinning on the CPU meanwhile, as nvcc does early in a tune.
 import { spawn } from 'node:child_process';
