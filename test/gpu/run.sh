@@ -31,6 +31,10 @@ rc=0
 # the other arguments are tune's (a grid, --db, --report).
 screened_args='--arch sm90 --budget screen:4'
 screened_tune() { local seconds=$1; shift; timeout -s KILL "$seconds" node dist/cli/main.js tune $screened_args "$@"; }
+# Builds the package in $1 from scratch (-B): a package folder may hold another package's build
+# outputs (carried, or kept from an earlier call), newer than its sources; make then kept them
+# and both sides of an A/B ran one library.
+build_package() { make -B -s -j"$(nproc)" -C "$1"; }
 # A process that has not exited (an exited, unreaped child is a zombie: state Z).
 alive() { local state; state=$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null); [ -n "$state" ] && [ "$state" != Z ]; }
 for step in "$@"; do
@@ -184,7 +188,7 @@ for step in "$@"; do
       # torch.compile and errors (torch), or the timings against torch (bench-torch).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
       script=$([ "$step" = torch ] && echo torch_consumer || echo bench_torch)
-      make -B -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&  # -B: see pkg-ab
+      build_package "$pkg" > "$out/make.log" 2>&1 &&
         OUT="$out" timeout -s KILL 570 python3 "test/gpu/$script.py" "$pkg" "$out/$script.md" $([ "$step" = bench-torch ] && echo "$bench_args") > "$out/$script.log" 2>&1
       r=$?; echo "$step rc=$r"; tail -1 "$out/$script.log" ;;
     plain-tune)
@@ -217,7 +221,7 @@ for step in "$@"; do
       # benchmark's), 16 and 64 calls, fresh and reused outputs: chain length or footprint,
       # which of the harnesses' differences costs the package (test/gpu/roofline-ties.md).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
-      make -B -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&  # -B: see pkg-ab
+      build_package "$pkg" > "$out/make.log" 2>&1 &&
         timeout -s KILL 300 python3 test/gpu/chain_length.py "$pkg" "$out/chain-roofline.md" --calls 8,16,64 \
           --shapes rmsnorm.bf16.w-same:8192x32768,layernorm.fp32.w-same.bias:4096x32768,rmsnorm.fp32.w-same:4096x32768,rmsnorm.bf16.w-same:16384x32768 \
           > "$out/chain-roofline.log" 2>&1
@@ -225,7 +229,7 @@ for step in "$@"; do
     cluster-select)
       # The package's C selection on this GPU against its tuned table (clusters of 16 kept).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
-      make -B -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1 &&  # -B: see pkg-ab
+      build_package "$pkg" > "$out/make.log" 2>&1 &&
         node dist/test/gpu/cluster-select.js "$pkg" --log "$out/cluster-select.md" > "$out/cluster-select.log" 2>&1
       r=$?; echo "cluster-select rc=$r"; tail -1 "$out/cluster-select.log" ;;
     pkg-ab)
@@ -240,9 +244,7 @@ for step in "$@"; do
       declare -A side_pkg=([base]=.device/base-pkg/out/normgen-$stem [alt]=.device/alt-pkg/out/normgen-$stem [new]=$pkg)
       sides=$([ -d "${side_pkg[alt]}" ] && echo base alt new || echo base new)
       r=0
-      # -B: a package folder may hold another package's build outputs (carried, or kept from an
-      # earlier call), newer than its sources; make then kept them and both sides ran one library.
-      for side in $sides; do make -B -s -j"$(nproc)" -C "${side_pkg[$side]}" >> "$out/pkg-ab-build.log" 2>&1 || r=1; done
+      for side in $sides; do build_package "${side_pkg[$side]}" >> "$out/pkg-ab-build.log" 2>&1 || r=1; done
       for side in $sides; do
         [ "$r" = 0 ] || break
         OUT="$out" timeout -s KILL 250 python3 test/gpu/bench_torch.py "${side_pkg[$side]}" "$out/bench_torch-$side.md" $ab_args > "$out/bench_torch-$side.log" 2>&1 || r=1
