@@ -207,7 +207,7 @@ for step in "$@"; do
       # 1 ms) and the benchmark's graphs of 4096 calls disagree (test/gpu/release-choice.md).
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
       chain_shapes=${CHAIN_SHAPES:-rmsnorm.fp32.w-same.res-same:1024x32,rmsnorm.bf16.w-same:1024x32,layernorm.bf16.w-same.bias:1024x32,rmsnorm.bf16.w-same.res-same:4096x32,rmsnorm.fp32.w-same:8192x32}
-      make -s -j"$(nproc)" -C "$pkg" > "$out/make.log" 2>&1
+      build_package "$pkg" > "$out/make.log" 2>&1
       r=$?
       for release in tuned start late; do
         [ "$r" = 0 ] || break
