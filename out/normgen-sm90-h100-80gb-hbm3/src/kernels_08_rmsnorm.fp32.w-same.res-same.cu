@@ -188,9 +188,9 @@ normgen_rmsnorm_fwd_6e7eaf14e446(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 32, 8, 1, 0>(p);
 }
 
-// regs.t256.v4.tpr128.i2.cap2048.h1024
-extern "C" __global__ void __launch_bounds__(256, 8)
-normgen_rmsnorm_fwd_4bc308a69413(const NormgenFwdParams p) {
+// regs.t256.v4.tpr128.i2.h1024
+extern "C" __global__ void __launch_bounds__(256, 1)
+normgen_rmsnorm_fwd_b020d17ec04e(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -647,9 +647,9 @@ normgen_rmsnorm_fwd_6022c5efafb1(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 512, 4, 512, 1, 2, 4096>(p);
 }
 
-// regs.t256.v4.tpr256.i4.early.h4096
-extern "C" __global__ void __launch_bounds__(256, 1)
-normgen_rmsnorm_fwd_7d866692a399(const NormgenFwdParams p) {
+// regs.t512.v4.tpr512.i2.early.h4096
+extern "C" __global__ void __launch_bounds__(512, 1)
+normgen_rmsnorm_fwd_71d6379facb6(const NormgenFwdParams p) {
   // Released at the start, grids pile up waiting and short kernels slowed down as graphs
   // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
   // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
@@ -658,10 +658,10 @@ normgen_rmsnorm_fwd_7d866692a399(const NormgenFwdParams p) {
   // these points and the dispatch table keeps the fastest.
   if (p.release_at == 0) normgen::release_dependents();
   // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 256, 4, 256, 4, 1, 4096>(p);
+  normgen::prefetch_first_rows<Config, 512, 4, 512, 2, 1, 4096>(p);
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 4096, true>(p);
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 4096, true>(p);
 }
 
 // regs.t128.v4.tpr128.i5.c2.early.h5120
@@ -1089,23 +1089,6 @@ normgen_rmsnorm_fwd_09ee23952868(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 512, 4, 512, 1, 4, 0, true>(p);
 }
 
-// regs.t128.v4.tpr128.i4.c4.early.h8192
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 1)
-normgen_rmsnorm_fwd_cad5a7277c6e(const NormgenFwdParams p) {
-  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
-  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
-  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
-  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
-  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
-  // these points and the dispatch table keeps the fastest.
-  if (p.release_at == 0) normgen::release_dependents();
-  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
-  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 4, 8192>(p);
-  normgen::wait_for_previous_grid();
-  if (p.release_at == 1) normgen::release_dependents();
-  normgen::regs_kernel<Config, 128, 4, 128, 4, 4, 8192, true>(p);
-}
-
 // pipelined.t256.v4.tpr256.i8
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_8e0e6b9927f6(const NormgenFwdParams p) {
@@ -1359,6 +1342,23 @@ normgen_rmsnorm_fwd_6683c2afc870(const NormgenFwdParams p) {
   normgen::wait_for_previous_grid();
   if (p.release_at == 1) normgen::release_dependents();
   normgen::regs_kernel<Config, 256, 4, 256, 16, 1, 0>(p);
+}
+
+// regs.t128.v4.tpr128.i4.c8.early.h16384
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 1)
+normgen_rmsnorm_fwd_07aba21f7598(const NormgenFwdParams p) {
+  // Released at the start, grids pile up waiting and short kernels slowed down as graphs
+  // grew (test/gpu/chain-length.md); released after the wait, at most one grid waits
+  // ahead but tiny ones hide less of their launch (test/gpu/release-late.md); never
+  // released (2), the next grid launches as this one's CTAs exit, and persistent clusters
+  // start on an empty GPU (test/gpu/release-points.md). The tuner times its finalists at
+  // these points and the dispatch table keeps the fastest.
+  if (p.release_at == 0) normgen::release_dependents();
+  // Not in reload kernels: there it made most variants slower (test/gpu/prefetch.md).
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 8, 16384>(p);
+  normgen::wait_for_previous_grid();
+  if (p.release_at == 1) normgen::release_dependents();
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 8, 16384, true>(p);
 }
 
 // pipelined.t512.v4.tpr512.i2.c4
@@ -1876,7 +1876,7 @@ normgen_rmsnorm_fwd_6e7eaf14e446_plain(const NormgenFwdParams p) {
   normgen::pipelined_kernel<Config, 256, 4, 32, 8, 1, 0>(p);
 }
 extern "C" __global__ void __launch_bounds__(256, 8)
-normgen_rmsnorm_fwd_4bc308a69413_plain(const NormgenFwdParams p) {
+normgen_rmsnorm_fwd_b020d17ec04e_plain(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 128, 2, 1, 1024>(p);
 }
 extern "C" __global__ void __launch_bounds__(128, 7)
@@ -1999,9 +1999,9 @@ normgen_rmsnorm_fwd_6022c5efafb1_plain(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 2, 4096>(p);
   normgen::pipelined_kernel<Config, 512, 4, 512, 1, 2, 4096>(p);
 }
-extern "C" __global__ void __launch_bounds__(256, 4)
-normgen_rmsnorm_fwd_7d866692a399_plain(const NormgenFwdParams p) {
-  normgen::regs_kernel<Config, 256, 4, 256, 4, 1, 4096, true>(p);
+extern "C" __global__ void __launch_bounds__(512, 2)
+normgen_rmsnorm_fwd_71d6379facb6_plain(const NormgenFwdParams p) {
+  normgen::regs_kernel<Config, 512, 4, 512, 2, 1, 4096, true>(p);
 }
 extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(128, 7)
 normgen_rmsnorm_fwd_722708241705_plain(const NormgenFwdParams p) {
@@ -2124,11 +2124,6 @@ normgen_rmsnorm_fwd_09ee23952868_plain(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 512, 4, 512, 1, 4, 0>(p);
   normgen::regs_kernel<Config, 512, 4, 512, 1, 4, 0, true>(p);
 }
-extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(128, 9)
-normgen_rmsnorm_fwd_cad5a7277c6e_plain(const NormgenFwdParams p) {
-  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 4, 8192>(p);
-  normgen::regs_kernel<Config, 128, 4, 128, 4, 4, 8192, true>(p);
-}
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_8e0e6b9927f6_plain(const NormgenFwdParams p) {
   normgen::prefetch_first_rows<Config, 256, 4, 256, 8, 1, 0>(p);
@@ -2201,6 +2196,11 @@ normgen_rmsnorm_fwd_f5fd26433823_plain(const NormgenFwdParams p) {
 extern "C" __global__ void __launch_bounds__(256, 1)
 normgen_rmsnorm_fwd_6683c2afc870_plain(const NormgenFwdParams p) {
   normgen::regs_kernel<Config, 256, 4, 256, 16, 1, 0>(p);
+}
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(128, 9)
+normgen_rmsnorm_fwd_07aba21f7598_plain(const NormgenFwdParams p) {
+  normgen::prefetch_first_rows<Config, 128, 4, 128, 4, 8, 16384>(p);
+  normgen::regs_kernel<Config, 128, 4, 128, 4, 8, 16384, true>(p);
 }
 extern "C" __global__ void __cluster_dims__(4, 1, 1) __launch_bounds__(512, 2)
 normgen_rmsnorm_fwd_c594249a5840_plain(const NormgenFwdParams p) {
