@@ -55,4 +55,34 @@ test('the same grid restarts the tune from the carried database', () => {
   }
 });
 
+/** `run.sh pkg-ab` in a tree whose make, nvcc and python3 are stand-ins: python3 runs `python` (a shell command). */
+function pkgAb(python: string, env: Record<string, string>) {
+  const dir = mkdtempSync(join(tmpdir(), 'normgen-run-sh-'));
+  for (const f of ['run.sh', 'stem.sh']) cpSync(join(ROOT, 'test/gpu', f), join(dir, 'test/gpu', f));
+  const bin = join(dir, 'bin');
+  mkdirSync(bin);
+  for (const [name, body] of [['make', 'exit 0'], ['nvcc', 'exit 0'], ['python3', python]])
+    writeFileSync(join(bin, name), `#!/usr/bin/env bash\n${body}\n`, { mode: 0o755 });
+  for (const side of ['.device/base-pkg/out/normgen-sm90-h200', 'pkg']) mkdirSync(join(dir, side), { recursive: true });
+  const r = spawnSync('bash', ['test/gpu/run.sh', 'pkg-ab'], {
+    cwd: dir,
+    encoding: 'utf8',
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, STEM: 'sm90-h200', PKG: join(dir, 'pkg'), OUT: join(dir, 'out'), ...env },
+  });
+  return r.stdout + r.stderr;
+}
+
+test('pkg-ab says which side ran past PKG_AB_SECONDS and stops there', () => {
+  const out = pkgAb('sleep 5', { PKG_AB_SECONDS: '1' });
+  assert.match(out, 'pkg-ab: the base side stopped after 1 s (PKG_AB_SECONDS)');
+  assert.not.match(out, 'the new side');
+  assert.match(out, 'pkg-ab rc=1 (base new)');
+});
+
+test('pkg-ab within its time reports success', () => {
+  const out = pkgAb('exit 0', {});
+  assert.not.match(out, 'stopped after');
+  assert.match(out, 'pkg-ab rc=0 (base new)');
+});
+
 test.run();
