@@ -205,6 +205,19 @@ test('the probe (test/gpu/probe.cu) builds for sm_90a, no kernel with stack or s
   for (const k of kernels) assert.ok(k.stackBytes === 0 && !spills(k), JSON.stringify(k));
 });
 
+test('the 1024 x 32 probe (test/gpu/lean-small.cu) builds against the committed H100 package, no stack or spills', async () => {
+  const source = fileURLToPath(new URL('../../test/gpu/lean-small.cu', import.meta.url));
+  const include = fileURLToPath(new URL('../../out/normgen-sm90-h100-80gb-hbm3/src', import.meta.url));
+  const object = join(tmpdir(), `normgen-lean-small-${process.pid}.o`);
+  const nvcc = spawnSync(await findNvcc(), ['-O3', '-std=c++17', '-arch=sm_90a', '-Xptxas', '-v', '-I', include, '-c', '-o', object, source], { encoding: 'utf8' });
+  rmSync(object, { force: true });
+  assert.is(nvcc.status, 0, nvcc.stderr);
+  const kernels = [...parsePtxasReport(nvcc.stderr).entries()];
+  const count = (kind: string) => kernels.filter(([name]) => name.includes(kind)).length;
+  assert.equal([count('pkg_kernel'), count('lean_kernel'), count('empty_kernel')], [2, 3, 1]); // the package's code in 2 shapes, 2 minimal + the copy floor, the launch floor
+  for (const [, k] of kernels) assert.ok(k.stackBytes === 0 && !spills(k), JSON.stringify(k));
+});
+
 test('the reload micro benchmark (test/gpu/reload_micro.cu) builds against the templates as generated', async () => {
   const source = fileURLToPath(new URL('../../test/gpu/reload_micro.cu', import.meta.url));
   const cli = fileURLToPath(new URL('../cli/main.js', import.meta.url));
