@@ -25,6 +25,7 @@
 #include <random>
 #include <vector>
 
+#include "block_sum.cuh"
 #include "cuda_check.h"
 
 using bf16 = __nv_bfloat16;
@@ -54,19 +55,6 @@ __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) pkg_kernel(const NormgenF
 template <int VEC>
 struct alignas(2 * VEC) Vec { bf16 v[VEC]; };
 
-template <int THREADS>
-__device__ __forceinline__ float block_sum(float v) {
-  __shared__ float partial[THREADS / 32];
-#pragma unroll
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(~0u, v, o);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
-  __syncthreads();
-  float total = 0.f;
-#pragma unroll
-  for (int w = 0; w < THREADS / 32; ++w) total += partial[w];
-  return total;
-}
-
 // One row per CTA, THREADS * VEC == kHidden.
 template <int THREADS, int VEC, bool REDUCE>
 __global__ void __launch_bounds__(THREADS) lean_kernel(const bf16* __restrict__ x, const bf16* __restrict__ r, const bf16* __restrict__ w,
@@ -85,7 +73,8 @@ __global__ void __launch_bounds__(THREADS) lean_kernel(const bf16* __restrict__ 
     squares += s[k] * s[k];
   }
   *reinterpret_cast<Vec<VEC>*>(sum_out + at) = sv;
-  const float rstd = REDUCE ? rsqrtf(block_sum<THREADS>(squares) / float(kHidden) + kEps) : 1.f;
+  __shared__ float partial[THREADS / 32];
+  const float rstd = REDUCE ? rsqrtf(block_sum<THREADS>(squares, partial) / float(kHidden) + kEps) : 1.f;
   Vec<VEC> yv;
 #pragma unroll
   for (int k = 0; k < VEC; ++k) yv.v[k] = __float2bfloat16(s[k] * rstd * __bfloat162float(wv.v[k]));

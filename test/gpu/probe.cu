@@ -21,23 +21,13 @@
 #include <cstdlib>
 #include <vector>
 
+#include "block_sum.cuh"
 #include "cuda_check.h"
 
 using bf16 = __nv_bfloat16;
 struct alignas(16) Chunk { bf16 v[8]; };  // 8 values, one 16-byte load
 enum Order { FIXED, CONVERT_IN_IF, LOADS_FIRST };
 const char* kOrderName[] = {"fixed", "convert-in-if", "loads-first"};
-
-template <int THREADS>
-__device__ float block_sum(float v, float* partial) {
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(~0u, v, o);
-  if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
-  __syncthreads();
-  float total = 0.f;
-#pragma unroll
-  for (int w = 0; w < THREADS / 32; ++w) total += partial[w];
-  return total;
-}
 
 __device__ Chunk zero_chunk() {
   Chunk c;
