@@ -14,10 +14,16 @@ import { gzipSync } from 'node:zlib';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const REDUCED_GRID = '--dtype bf16,fp32 --hidden 1024,4096,8192,16384,65536,131072 --rows 32,2048,32768';
 
-/** A tree with run.sh and a carried database whose tune was started over `dbGrid`; then `tune-wait` with TUNE_GRID=`callGrid`. */
-function restart(dbGrid: string, callGrid: string | undefined) {
+/** A scratch tree holding test/gpu/run.sh and the stem.sh it sources. */
+function scratchTree() {
   const dir = mkdtempSync(join(tmpdir(), 'normgen-run-sh-'));
   for (const f of ['run.sh', 'stem.sh']) cpSync(join(ROOT, 'test/gpu', f), join(dir, 'test/gpu', f));
+  return dir;
+}
+
+/** A tree with run.sh and a carried database whose tune was started over `dbGrid`; then `tune-wait` with TUNE_GRID=`callGrid`. */
+function restart(dbGrid: string, callGrid: string | undefined) {
+  const dir = scratchTree();
   mkdirSync(join(dir, '.device/db'), { recursive: true });
   const command = ['normgen tune --arch sm90 --budget screen:4', dbGrid, '--db /out/sm90-h200.jsonl --report /out/sm90-h200.md'].filter(Boolean).join(' ');
   const lines = [{ kind: 'header', format: 1, backend: 'cuda' }, { kind: 'session', session: 1, command }];
@@ -57,8 +63,7 @@ test('the same grid restarts the tune from the carried database', () => {
 
 /** `run.sh pkg-ab` in a tree whose make, nvcc and python3 are stand-ins: python3 runs `python` (a shell command). */
 function pkgAb(python: string, env: Record<string, string>) {
-  const dir = mkdtempSync(join(tmpdir(), 'normgen-run-sh-'));
-  for (const f of ['run.sh', 'stem.sh']) cpSync(join(ROOT, 'test/gpu', f), join(dir, 'test/gpu', f));
+  const dir = scratchTree();
   const bin = join(dir, 'bin');
   mkdirSync(bin);
   for (const [name, body] of [['make', 'exit 0'], ['nvcc', 'exit 0'], ['python3', python]])
