@@ -63,10 +63,14 @@ export function renderPackageUnit(spec: KernelSpec, variants: Variant[], tunedRe
   const twins = variants.map((v) => {
     const kernel = { ...kernelContext(v), prefetch: twinKeepsPrefetch(v.params) };
     const registers = tunedRegisters.get(v.id);
-    return registers === undefined ? kernel : { ...kernel, minBlocks: Math.max(kernel.minBlocks, ctasByRegisters(v.params.threads, registers)) };
+    return registers === undefined ? kernel : { ...kernel, minBlocks: twinMinBlocks(v.params.threads, kernel.minBlocks, registers) };
   });
   return renderCudaUnit(spec, variants) + render('package', 'plain_twins.cu.hbs', { kernels: twins, rowsBelow: PLAIN_TWIN_ROWS_BELOW });
 }
+
+/** A plain twin's launch bounds' CTAs an SM: its kernel's, or as many as the kernel's `registers` a thread allow. */
+export const twinMinBlocks = (threads: number, kernelMinBlocks: number, registers: number) =>
+  Math.max(kernelMinBlocks, ctasByRegisters(threads, registers));
 
 /**
  * Launched plainly, a problem of fewer rows runs its kernel's plain twin; one of this many rows

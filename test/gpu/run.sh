@@ -238,7 +238,8 @@ for step in "$@"; do
       #   mkdir -p .device/base-pkg && git archive main out/normgen-$stem | tar -x -C .device/base-pkg),
       # both built here and each timed against torch (programmatic and plain launches) one after the
       # other in this call, then the PyTorch consumer test on the working tree's: a package-only change
-      # (plain twins, test/gpu/plain-twins.md) measured without a re-tune.
+      # (plain twins, test/gpu/plain-twins.md) measured without a re-tune. A change to the forward
+      # partials is measured the same way, spliced into a package by test/gpu/splice-partials.ts.
       command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
       ab_args=${PKG_AB_ARGS:---budget-s 150 --hidden 1024,4096,16384 --rows 32,2048 --specs rmsnorm.bf16.w-same,rmsnorm.bf16.w-same.res-same,rmsnorm.fp32.w-same,layernorm.fp32.w-same.bias}
       # A third package in .device/alt-pkg/out/normgen-$stem, where there is one, is timed between the two (side alt).
