@@ -109,7 +109,7 @@ function changedTemplates(base: string, changed: string): string[] {
   });
 }
 
-/** ptxas's report of every kernel of the given units, compiled `jobs` at a time. */
+/** ptxas's report of every kernel of the given units, compiled one a core at a time. */
 async function compileUnits(srcDir: string, units: string[], nvccArch: string): Promise<Map<string, KernelUsage>> {
   const nvcc = await findNvcc();
   const scratch = mkdtempSync(join(tmpdir(), 'splice-'));
@@ -189,9 +189,15 @@ async function main(packageDir: string, changedDir: string, outDir: string) {
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const [packageDir, changedDir, outDir] = process.argv.slice(2);
-  if (!packageDir || !changedDir || !outDir || !statSync(packageDir, { throwIfNoEntry: false })?.isDirectory()) {
+  if (!packageDir || !changedDir || !outDir) {
     console.error('usage: splice-partials PACKAGE_DIR CHANGED_TEMPLATES_DIR OUT_DIR');
     process.exit(2);
+  }
+  for (const [dir, needs] of [[packageDir, 'dispatch.json'], [changedDir, 'cuda/partials']]) {
+    if (!statSync(join(dir, needs), { throwIfNoEntry: false })) {
+      console.error(`splice-partials: ${dir} has no ${needs}: is it a built package and a templates/ folder, in that order?`);
+      process.exit(2);
+    }
   }
   main(packageDir, changedDir, outDir).catch((e: Error) => {
     console.error(`splice-partials: ${e.message}`);
