@@ -27,7 +27,8 @@ function findUp(starts: string[], name: string): string {
   throw new Error(`normgen: cannot find the ${name}/ folder above ${starts.join(' or ')}`);
 }
 
-function filesUnder(dir: string): string[] {
+/** Every file under `dir`, sorted. */
+export function filesUnder(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true })
     .flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]))
     .sort();

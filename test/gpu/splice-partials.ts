@@ -17,11 +17,10 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, sta
 import { availableParallelism, tmpdir } from 'node:os';
 import { basename, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { execa } from 'execa';
 import { parseArch } from '../../generator/arch.js';
 import { twinMinBlocks, twinSymbol } from '../../generator/render-cuda.js';
-import { TEMPLATE_ROOT } from '../../generator/templates.js';
-import { findNvcc, parsePtxasReport, spills, type KernelUsage } from '../../tuner/nvcc.js';
+import { filesUnder, TEMPLATE_ROOT } from '../../generator/templates.js';
+import { compileCubin, spills, type KernelUsage } from '../../tuner/nvcc.js';
 
 /** The package headers that hold a partial verbatim after their first HEADER_LINES lines. */
 export const SPLICED = [
@@ -97,9 +96,6 @@ export function tunedVariants(tables: DispatchTable[]): Set<string> {
   return ids;
 }
 
-const filesUnder = (dir: string): string[] =>
-  readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
-
 /** Template files (relative paths) that differ between two template trees. */
 function changedTemplates(base: string, changed: string): string[] {
   const names = new Set([...filesUnder(base), ...filesUnder(changed)].map((f) => relative(f.startsWith(base) ? base : changed, f)));
@@ -111,17 +107,19 @@ function changedTemplates(base: string, changed: string): string[] {
 
 /** ptxas's report of every kernel of the given units, compiled one a core at a time. */
 async function compileUnits(srcDir: string, units: string[], nvccArch: string): Promise<Map<string, KernelUsage>> {
-  const nvcc = await findNvcc();
   const scratch = mkdtempSync(join(tmpdir(), 'splice-'));
   const usage = new Map<string, KernelUsage>();
   const queue = [...units];
   const worker = async () => {
     for (let unit = queue.shift(); unit; unit = queue.shift()) {
-      const started = performance.now();
-      const r = await execa(nvcc, ['-cubin', `-arch=${nvccArch}`, '-O3', '-std=c++17', '-I', srcDir, '-Xptxas', '-v', '-o', join(scratch, `${unit}.cubin`), join(srcDir, unit)], { reject: false, all: true });
-      if (r.exitCode !== 0) throw new Error(`${unit} does not compile with the changed partials:\n${r.all}`);
-      for (const [k, u] of parsePtxasReport(r.all ?? '')) usage.set(k, u);
-      console.log(`  ${unit}: ${((performance.now() - started) / 1000).toFixed(0)} s`);
+      // No template include folders: a package unit includes its headers from its own folder.
+      const r = await compileCubin(join(srcDir, unit), join(scratch, `${unit}.cubin`), nvccArch, []);
+      if (!r.ok) {
+        queue.length = 0;  // the other workers stop after their current unit
+        throw new Error(`${unit} does not compile with the changed partials:\n${r.log}`);
+      }
+      for (const [k, u] of r.usage) usage.set(k, u);
+      console.log(`  ${unit}: ${r.seconds.toFixed(0)} s`);
     }
   };
   try {
@@ -140,9 +138,18 @@ async function main(packageDir: string, changedDir: string, outDir: string) {
   const tables = (JSON.parse(readFileSync(join(packageDir, 'dispatch.json'), 'utf8')) as { tables: DispatchTable[] }).tables;
   const archs = [...new Set(tables.map((t) => t.arch))];
   if (archs.length !== 1) throw new Error(`a package of one arch is needed (this one has ${archs.join(', ')})`);
-  const nvccArch = parseArch(archs[0]).nvccArch;
 
   cpSync(packageDir, outDir, { recursive: true, filter: (f) => !['build', 'libnormgen.so'].includes(basename(f)) });
+  try {
+    await spliceInto(packageDir, changedDir, outDir, changed, tables, parseArch(archs[0]).nvccArch);
+  } catch (e) {
+    rmSync(outDir, { recursive: true, force: true });  // no half-spliced package left behind
+    throw e;
+  }
+}
+
+/** The copied package in `outDir` with the changed partials, its twins re-bounded, and SPLICE.md. */
+async function spliceInto(packageDir: string, changedDir: string, outDir: string, changed: string[], tables: DispatchTable[], nvccArch: string) {
   const src = join(outDir, 'src');
   for (const s of SPLICED) {
     const header = readFileSync(join(src, s.header), 'utf8');
