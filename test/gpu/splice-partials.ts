@@ -61,7 +61,7 @@ export function reboundTwins(unit: string, registers: ReadonlyMap<string, number
   const moved: MovedBound[] = [];
   const text = unit.replace(BOUNDS, (all, threads: string, blocks: string, symbol: string) => {
     const kernel = symbol.replace(/_plain$/, '');
-    if (symbol === kernel || twinSymbol(kernel) !== symbol || !tuned.has(kernel.slice(kernel.lastIndexOf('_') + 1))) return all;
+    if (twinSymbol(kernel) !== symbol || !tuned.has(kernel.slice(kernel.lastIndexOf('_') + 1))) return all;
     const used = registers.get(kernel);
     const kernelBlocks = kernels.get(kernel);
     if (used === undefined || kernelBlocks === undefined) throw new Error(`${symbol}: no registers or launch bounds for its kernel ${kernel}`);
@@ -98,7 +98,7 @@ export function tunedVariants(tables: DispatchTable[]): Set<string> {
 
 /** Template files (relative paths) that differ between two template trees. */
 function changedTemplates(base: string, changed: string): string[] {
-  const names = new Set([...filesUnder(base), ...filesUnder(changed)].map((f) => relative(f.startsWith(base) ? base : changed, f)));
+  const names = new Set([base, changed].flatMap((root) => filesUnder(root).map((f) => relative(root, f))));
   return [...names].sort().filter((n) => {
     const [a, b] = [join(base, n), join(changed, n)];
     return !existsSync(a) || !existsSync(b) || !readFileSync(a).equals(readFileSync(b));
